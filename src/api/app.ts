@@ -1,0 +1,87 @@
+import { randomUUID } from 'node:crypto';
+import helmet from '@fastify/helmet';
+import underPressure from '@fastify/under-pressure';
+import Fastify, { type FastifyInstance, LogController } from 'fastify';
+import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { Config } from '../config';
+import type { Db } from '../db';
+import { BadRequest } from '../errors';
+import type { TemporalClient } from '../temporal/client';
+import { registerApiKeyAuth } from './plugins/auth';
+import { registerDocs } from './plugins/docs';
+import { registerErrorHandling } from './plugins/errors';
+import { customerRoutes } from './routes/customers';
+import { healthRoutes } from './routes/health';
+import { organizationRoutes, signupRoutes } from './routes/organizations';
+
+export interface AppDeps {
+  config: Pick<Config, 'LOG_LEVEL' | 'BILLING_SIGNUP_TOKEN' | 'BODY_LIMIT_BYTES'>;
+  db: Db;
+  temporal: TemporalClient;
+  /** The clock of the API (tests pass their own). */
+  now?: () => Date;
+  /** Pass false to silence request logs (tests). */
+  logger?: boolean;
+}
+
+export type App = FastifyInstance;
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    deps: Required<Pick<AppDeps, 'now'>> & AppDeps;
+  }
+}
+
+const VERSION = '0.1.0';
+
+/** One log line per request (its completion, with the request id, status and time), not two. */
+class OneLinePerRequest extends LogController {
+  override incomingRequest(): void {}
+}
+
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: deps.logger === false ? false : { level: deps.config.LOG_LEVEL },
+    bodyLimit: deps.config.BODY_LIMIT_BYTES,
+    routerOptions: { ignoreTrailingSlash: true },
+    requestIdHeader: 'x-request-id',
+    genReqId: () => randomUUID(),
+    logController: new OneLinePerRequest(),
+  }).withTypeProvider<ZodTypeProvider>();
+
+  app.decorate('deps', { now: () => new Date(), ...deps });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  registerErrorHandling(app);
+
+  app.addHook('onSend', async (request, reply) => {
+    void reply.header('x-request-id', request.id);
+  });
+  // A JSON body must be an object (api-contract.md: "malformed JSON or body not an object" is 400).
+  // A route with a body schema and no body at all gets {} so that its required fields are named.
+  app.addHook('preValidation', async (request) => {
+    if (!request.routeOptions.schema?.body) return;
+    if (request.body === undefined || request.body === null) {
+      request.body = {};
+    } else if (typeof request.body !== 'object' || Array.isArray(request.body)) {
+      throw new BadRequest('The request body must be a JSON object', 'invalid_json');
+    }
+  });
+
+  // External plugins first, then the app's own, then routes (style.md).
+  await app.register(helmet, { contentSecurityPolicy: false, global: true });
+  await app.register(underPressure, { maxEventLoopDelay: 2000, exposeStatusRoute: false });
+  await registerDocs(app, VERSION);
+
+  await app.register(healthRoutes);
+  await app.register(signupRoutes, { prefix: '/v1' });
+  await app.register(
+    async (scope) => {
+      registerApiKeyAuth(scope, deps.db.models, app.deps.now);
+      await scope.register(organizationRoutes);
+      await scope.register(customerRoutes);
+    },
+    { prefix: '/v1' },
+  );
+  return app;
+}

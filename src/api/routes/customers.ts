@@ -1,0 +1,206 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { QueryFilter } from 'mongoose';
+import { z } from 'zod';
+import { isDuplicateKeyError } from '../../db';
+import type { CustomerDoc } from '../../db/models/customer';
+import { BadRequest, Conflict, NotFound, Validation } from '../../errors';
+import { currencyCode, email, ianaTimezone, idParams, iso, listQuery, nullableTimestamp, responses, sendList, timestamp } from '../http';
+
+const billingMetadata = z
+  .record(z.string().min(1).max(255), z.union([z.string().max(1000), z.number(), z.boolean()]))
+  .refine((m) => Object.keys(m).length <= 50, 'at most 50 keys');
+
+const customerFields = {
+  name: z.string().max(255).nullable(),
+  email: email.nullable(),
+  currency: currencyCode,
+  billing_metadata: billingMetadata,
+  net_payment_term: z.number().int().min(0).max(365).nullable().describe("null: the organization's"),
+  invoice_grace_period: z.number().int().min(0).max(365).nullable().describe("null: the organization's"),
+  timezone: ianaTimezone.nullable().describe("IANA; null: the organization's"),
+};
+
+const createCustomerBody = z.strictObject({
+  external_id: z.string().trim().min(1).max(255),
+  ...Object.fromEntries(Object.entries(customerFields).map(([k, v]) => [k, v.optional()])),
+} as { external_id: z.ZodString } & { [K in keyof typeof customerFields]: z.ZodOptional<(typeof customerFields)[K]> });
+
+const updateCustomerBody = z.strictObject({
+  external_id: z.string().optional().describe('immutable: accepted only when unchanged'),
+  ...Object.fromEntries(Object.entries(customerFields).map(([k, v]) => [k, v.optional()])),
+} as { external_id: z.ZodOptional<z.ZodString> } & {
+  [K in keyof typeof customerFields]: z.ZodOptional<(typeof customerFields)[K]>;
+});
+
+export const customerResource = z
+  .object({
+    id: z.string(),
+    organization_id: z.string(),
+    external_id: z.string(),
+    name: z.string().nullable(),
+    email: z.string().nullable(),
+    currency: z.string(),
+    billing_metadata: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
+    net_payment_term: z.number().int().nullable(),
+    invoice_grace_period: z.number().int().nullable(),
+    timezone: z.string().nullable(),
+    test_clock_id: z.string().nullable(),
+    deleted_at: nullableTimestamp,
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .meta({ id: 'Customer' });
+
+export function toCustomer(doc: CustomerDoc): z.output<typeof customerResource> {
+  return {
+    id: doc._id,
+    organization_id: doc.organization_id,
+    external_id: doc.external_id,
+    name: doc.name ?? null,
+    email: doc.email ?? null,
+    currency: doc.currency,
+    billing_metadata: doc.billing_metadata ?? {},
+    net_payment_term: doc.net_payment_term ?? null,
+    invoice_grace_period: doc.invoice_grace_period ?? null,
+    timezone: doc.timezone ?? null,
+    test_clock_id: doc.test_clock_id ?? null,
+    deleted_at: iso(doc.deleted_at),
+    created_at: iso(doc.created_at),
+    updated_at: iso(doc.updated_at),
+  };
+}
+
+/** A live customer of the organization, addressed by id or by external_id (api-contract.md). */
+export function customerLookup(organizationId: string, idOrExternalId: string): QueryFilter<CustomerDoc> {
+  return {
+    organization_id: organizationId,
+    deleted_at: null,
+    $or: [{ _id: idOrExternalId }, { external_id: idOrExternalId }],
+  };
+}
+
+export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
+  const { Customer, Organization } = app.deps.db.models;
+  const tags = ['customers'];
+
+  async function findCustomer(organizationId: string, id: string): Promise<CustomerDoc> {
+    const customer = await Customer.findOne(customerLookup(organizationId, id)).lean();
+    if (!customer) throw new NotFound('Customer not found', 'customer_not_found');
+    return customer;
+  }
+
+  app.post(
+    '/customers',
+    { schema: { tags, summary: 'Create a customer', body: createCustomerBody, response: responses({ 201: customerResource }) } },
+    async (request, reply) => {
+      const body = request.body;
+      let currency = body.currency;
+      if (!currency) {
+        const org = await Organization.findById(request.organizationId, { default_currency: 1 }).lean();
+        currency = org?.default_currency ?? 'USD';
+      }
+      try {
+        const customer = await Customer.create({ ...body, currency, organization_id: request.organizationId });
+        return reply.status(201).send(toCustomer(customer.toObject()));
+      } catch (err) {
+        if (isDuplicateKeyError(err)) {
+          const existing = await Customer.findOne(
+            { organization_id: request.organizationId, external_id: body.external_id, deleted_at: null },
+            { _id: 1 },
+          ).lean();
+          throw new Conflict(`A customer with external_id "${body.external_id}" already exists`, {
+            existing_customer_id: existing?._id,
+          });
+        }
+        throw err;
+      }
+    },
+  );
+
+  app.get(
+    '/customers',
+    {
+      schema: {
+        tags,
+        summary: 'List customers, newest first',
+        querystring: listQuery.extend({ external_id: z.string().max(255).optional() }),
+        response: responses({ 200: z.array(customerResource) }),
+      },
+    },
+    async (request, reply) => {
+      const { skip, limit, external_id } = request.query;
+      const filter: QueryFilter<CustomerDoc> = { organization_id: request.organizationId, deleted_at: null };
+      if (external_id !== undefined) filter.external_id = external_id;
+      const [customers, total] = await Promise.all([
+        Customer.find(filter).sort({ created_at: -1, _id: -1 }).skip(skip).limit(limit).lean(),
+        Customer.countDocuments(filter),
+      ]);
+      return sendList(reply, customers.map(toCustomer), total);
+    },
+  );
+
+  app.get(
+    '/customers/:id',
+    { schema: { tags, summary: 'Get a customer by id or external_id', params: idParams, response: responses({ 200: customerResource }) } },
+    async (request) => toCustomer(await findCustomer(request.organizationId, request.params.id)),
+  );
+
+  app.put(
+    '/customers/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Update a customer (external_id is immutable)',
+        params: idParams,
+        body: updateCustomerBody,
+        response: responses({ 200: customerResource }),
+      },
+    },
+    async (request) => {
+      const current = await findCustomer(request.organizationId, request.params.id);
+      const { external_id, ...changes } = request.body;
+      if (external_id !== undefined && external_id !== current.external_id) {
+        throw Validation.field('external_id', 'is immutable');
+      }
+      const updated = await Customer.findOneAndUpdate(
+        { _id: current._id, organization_id: request.organizationId, deleted_at: null },
+        { $set: changes },
+        { returnDocument: 'after' },
+      ).lean();
+      if (!updated) throw new NotFound('Customer not found', 'customer_not_found');
+      return toCustomer(updated);
+    },
+  );
+
+  app.delete(
+    '/customers/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Delete a customer (soft); refused while it has a pending or active subscription',
+        params: idParams,
+        response: responses({ 200: customerResource }),
+      },
+    },
+    async (request) => {
+      const current = await findCustomer(request.organizationId, request.params.id);
+      // The subscriptions collection is written by the subscription workflows (a later issue);
+      // reading it through the raw collection keeps this check valid before and after.
+      const live = await app.deps.db.connection.collection('subscriptions').countDocuments({
+        organization_id: request.organizationId,
+        customer_id: current._id,
+        status: { $in: ['pending', 'active'] },
+      });
+      if (live > 0) {
+        throw new BadRequest('The customer has pending or active subscriptions; terminate them first', 'customer_has_active_subscriptions');
+      }
+      const deleted = await Customer.findOneAndUpdate(
+        { _id: current._id, organization_id: request.organizationId, deleted_at: null },
+        { $set: { deleted_at: app.deps.now() } },
+        { returnDocument: 'after' },
+      ).lean();
+      if (!deleted) throw new NotFound('Customer not found', 'customer_not_found');
+      return toCustomer(deleted);
+    },
+  );
+};

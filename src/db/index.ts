@@ -1,0 +1,63 @@
+import mongoose, { type Connection, type Model } from 'mongoose';
+import { apiKeySchema, type ApiKeyDoc } from './models/api-key';
+import { customerSchema, type CustomerDoc } from './models/customer';
+import { organizationSchema, type OrganizationDoc } from './models/organization';
+
+export interface Models {
+  Organization: Model<OrganizationDoc>;
+  ApiKey: Model<ApiKeyDoc>;
+  Customer: Model<CustomerDoc>;
+}
+
+export interface Db {
+  connection: Connection;
+  models: Models;
+  /** Creates every collection's indexes; run once at start-up by the API and the worker. */
+  ensureIndexes(): Promise<void>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+function bindModels(connection: Connection): Models {
+  return {
+    Organization: connection.model<OrganizationDoc>('Organization', organizationSchema),
+    ApiKey: connection.model<ApiKeyDoc>('ApiKey', apiKeySchema),
+    Customer: connection.model<CustomerDoc>('Customer', customerSchema),
+  };
+}
+
+export async function connectDb(uri: string, options: { maxPoolSize?: number } = {}): Promise<Db> {
+  const connection = mongoose.createConnection(uri, {
+    maxPoolSize: options.maxPoolSize ?? 50,
+    serverSelectionTimeoutMS: 10_000,
+    // Fail fast instead of queueing operations while disconnected.
+    bufferCommands: false,
+  });
+  await connection.asPromise();
+  const models = bindModels(connection);
+  return {
+    connection,
+    models,
+    async ensureIndexes() {
+      for (const model of Object.values(models) as Model<unknown>[]) {
+        await model.createCollection().catch((err: unknown) => {
+          // NamespaceExists (48): another process created it first.
+          if ((err as { code?: number }).code !== 48) throw err;
+        });
+        await model.createIndexes();
+      }
+    },
+    async ping() {
+      await connection.db!.admin().command({ ping: 1 });
+    },
+    async close() {
+      await connection.close();
+    },
+  };
+}
+
+/** A MongoDB duplicate-key error (11000), on insert or update. */
+export function isDuplicateKeyError(err: unknown): boolean {
+  const e = err as { code?: number; writeErrors?: { code?: number }[] } | null;
+  return e?.code === 11000 || (e?.writeErrors?.some((w) => w.code === 11000) ?? false);
+}

@@ -1,0 +1,44 @@
+import { Schema } from 'mongoose';
+import { collectionOptions, uuidId, type BaseDoc } from '../base';
+
+export type BillingMetadata = Record<string, string | number | boolean>;
+
+export interface CustomerDoc extends BaseDoc {
+  organization_id: string;
+  external_id: string;
+  name: string | null;
+  email: string | null;
+  currency: string;
+  billing_metadata: BillingMetadata;
+  /** null: the organization's value applies. */
+  net_payment_term: number | null;
+  invoice_grace_period: number | null;
+  timezone: string | null;
+  test_clock_id: string | null;
+  /** Soft delete: set once, never cleared. */
+  deleted_at: Date | null;
+}
+
+export const customerSchema = new Schema<CustomerDoc>(
+  {
+    _id: uuidId,
+    organization_id: { type: String, required: true },
+    external_id: { type: String, required: true },
+    name: { type: String, default: null },
+    email: { type: String, default: null },
+    currency: { type: String, required: true },
+    billing_metadata: { type: Schema.Types.Mixed, default: () => ({}) },
+    net_payment_term: { type: Number, default: null },
+    invoice_grace_period: { type: Number, default: null },
+    timezone: { type: String, default: null },
+    test_clock_id: { type: String, default: null },
+    deleted_at: { type: Date, default: null },
+  },
+  { ...collectionOptions<CustomerDoc>('customers'), minimize: false },
+);
+
+// One live customer per external_id and organization. deleted_at is part of the key (instead of
+// a partial index, which the MongoDB stand-in lacks) so that a deleted customer's external_id can
+// be used again: live rows all have deleted_at null and collide, deleted rows differ by timestamp.
+customerSchema.index({ organization_id: 1, external_id: 1, deleted_at: 1 }, { unique: true });
+customerSchema.index({ organization_id: 1, deleted_at: 1, created_at: -1, _id: -1 });

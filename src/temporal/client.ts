@@ -1,0 +1,37 @@
+import { Client, Connection } from '@temporalio/client';
+
+export interface TemporalSettings {
+  address: string;
+  namespace: string;
+  taskQueue: string;
+}
+
+/** The API's handle on Temporal: the client, and the task queue every workflow runs on. */
+export interface TemporalClient {
+  client: Client;
+  taskQueue: string;
+  namespace: string;
+  /** Resolves when the frontend answers. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function connectTemporal(settings: TemporalSettings): Promise<TemporalClient> {
+  const connection = await Connection.connect({ address: settings.address });
+  return fromConnection(connection, settings);
+}
+
+export function fromConnection(connection: Connection, settings: Omit<TemporalSettings, 'address'>): TemporalClient {
+  const client = new Client({ connection, namespace: settings.namespace });
+  return {
+    client,
+    taskQueue: settings.taskQueue,
+    namespace: settings.namespace,
+    async ping() {
+      await connection.workflowService.getSystemInfo({});
+    },
+    async close() {
+      await connection.close();
+    },
+  };
+}

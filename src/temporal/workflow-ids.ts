@@ -1,0 +1,14 @@
+/**
+ * Workflow ids are derived from entity ids (architecture.md rule 3), so a retried start finds the
+ * running workflow instead of creating a second one.
+ */
+export const workflowIds = {
+  subscription: (id: string) => `subscription/${id}`,
+  invoice: (id: string) => `invoice/${id}`,
+  payment: (id: string) => `payment/${id}`,
+  wallet: (id: string) => `wallet/${id}`,
+  dunningCampaign: (id: string) => `dunning-campaign/${id}`,
+  paymentRequest: (id: string) => `payment-request/${id}`,
+  webhook: (id: string) => `webhook/${id}`,
+  diagnostic: (id: string) => `diagnostic/${id}`,
+} as const;

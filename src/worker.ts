@@ -1,0 +1,33 @@
+// The worker process: node dist/src/worker.js (any number of instances). Registers every workflow
+// (workflows/index.ts) and every activity (activities/index.ts) on the billing task queue.
+import { createActivities } from '../activities';
+import { ConfigError, loadConfig } from './config';
+import { connectDb } from './db';
+import { createWorker, NativeConnection } from './temporal/worker';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const db = await connectDb(config.MONGODB_URI);
+  await db.ensureIndexes();
+  const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+  const worker = await createWorker({
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    activities: createActivities({ models: db.models }),
+  });
+  console.log(`worker polling task queue "${config.TEMPORAL_TASK_QUEUE}" on ${config.TEMPORAL_ADDRESS} (${config.TEMPORAL_NAMESPACE})`);
+  // The Temporal runtime turns SIGINT/SIGTERM into worker.shutdown(); run() resolves once drained.
+  await worker.run();
+  await connection.close();
+  await db.close();
+}
+
+main().catch((err: unknown) => {
+  if (err instanceof ConfigError) {
+    console.error(err.message);
+  } else {
+    console.error('worker failed:', err);
+  }
+  process.exit(1);
+});

@@ -1,0 +1,71 @@
+// Per-test-file access to the run's servers: a private database, the API, a Temporal client.
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { inject } from 'vitest';
+import { buildApp } from '../../src/api/app';
+import { connectDb, type Db } from '../../src/db';
+import { connectTemporal, type TemporalClient } from '../../src/temporal/client';
+
+export function testDbUri(): string {
+  return `${inject('mongoUrl')}/test_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
+}
+
+/** A fresh database with every index. */
+export async function createTestDb(): Promise<Db> {
+  const db = await connectDb(testDbUri(), { maxPoolSize: 10 });
+  await db.ensureIndexes();
+  return db;
+}
+
+export interface TestStack {
+  db: Db;
+  temporal: TemporalClient;
+  app: FastifyInstance;
+  taskQueue: string;
+  close(): Promise<void>;
+}
+
+export async function createTestStack(options: { signupToken?: string; now?: () => Date } = {}): Promise<TestStack> {
+  const db = await createTestDb();
+  const taskQueue = `test-${randomUUID()}`;
+  const temporal = await connectTemporal({ address: inject('temporalAddress'), namespace: 'default', taskQueue });
+  const app = await buildApp({
+    config: { LOG_LEVEL: 'silent', BILLING_SIGNUP_TOKEN: options.signupToken, BODY_LIMIT_BYTES: 1024 * 1024 },
+    db,
+    temporal,
+    logger: false,
+    ...(options.now ? { now: options.now } : {}),
+  });
+  await app.ready();
+  return {
+    db,
+    temporal,
+    app,
+    taskQueue,
+    async close() {
+      await app.close();
+      await db.connection.dropDatabase().catch(() => undefined);
+      await db.close();
+      await temporal.close();
+    },
+  };
+}
+
+export interface TestOrganization {
+  id: string;
+  apiKey: string;
+  apiKeyId: string;
+  headers: { authorization: string };
+}
+
+export async function createOrganization(app: FastifyInstance, body: Record<string, unknown> = {}): Promise<TestOrganization> {
+  const res = await app.inject({ method: 'POST', url: '/v1/organizations', payload: { name: 'Acme Corp', ...body } });
+  if (res.statusCode !== 201) throw new Error(`organization creation failed: ${res.statusCode} ${res.body}`);
+  const org = res.json<{ id: string; api_key: { id: string; raw_key: string } }>();
+  return {
+    id: org.id,
+    apiKey: org.api_key.raw_key,
+    apiKeyId: org.api_key.id,
+    headers: { authorization: `Bearer ${org.api_key.raw_key}` },
+  };
+}
