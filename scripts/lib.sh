@@ -52,10 +52,9 @@ wait_for_port() {
 }
 
 # Start the MongoDB stand-in in the background: start_stand_in <host> <port> <memory|h2-file> <log>.
-# Prints its PID.
+# Call it directly (not in $(...)) so the process stays this shell's child; its PID is then in $!.
 start_stand_in() {
   local host=$1 port=$2 storage=$3 logfile=$4
   java -Xss4m -cp "$(cat "$MONGO_STAND_IN_CLASSPATH_FILE"):$MONGO_STAND_IN_CLASSES" Launcher \
     "$host" "$port" "$storage" >"$logfile" 2>&1 &
-  echo $!
 }

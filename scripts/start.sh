@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# The README's start command: the whole dev stack on this machine.
+#   MongoDB stand-in (H2 file under .data/)  unless MONGODB_URI is set
+#   Temporal dev server + Web UI (SQLite under .data/)  unless TEMPORAL_ADDRESS is set
+#   the worker and the API (port 3000)
+# Ctrl-C stops every process it started.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$ROOT"
+ensure_bootstrap
+
+: "${HOST:=127.0.0.1}"
+: "${PORT:=3000}"
+: "${MONGO_PORT:=27017}"
+: "${TEMPORAL_PORT:=7233}"
+: "${TEMPORAL_UI_PORT:=8233}"
+: "${TEMPORAL_NAMESPACE:=default}"
+: "${TEMPORAL_TASK_QUEUE:=billing}"
+mkdir -p "$DATA/logs"
+
+pids=()
+stop_all() {
+  trap - INT TERM EXIT
+  if [ ${#pids[@]} -gt 0 ]; then
+    log "stopping ${#pids[@]} processes"
+    # Reverse order: API and worker first, then the servers they use.
+    for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill -TERM "${pids[i]}" 2>/dev/null || true; done
+    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  fi
+}
+trap 'stop_all; exit 130' INT TERM
+trap stop_all EXIT
+
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+log "building (tsc)"
+npm run --silent build
+
+if [ -z "${MONGODB_URI:-}" ]; then
+  port_busy "$MONGO_PORT" && die "port $MONGO_PORT is in use: stop what listens there, or set MONGO_PORT or MONGODB_URI"
+  log "MongoDB stand-in on 127.0.0.1:$MONGO_PORT (data: .data/mongo.mv, log: .data/logs/mongo.log)"
+  start_stand_in 127.0.0.1 "$MONGO_PORT" "$DATA/mongo.mv" "$DATA/logs/mongo.log"
+  pids+=($!)
+  wait_for_port 127.0.0.1 "$MONGO_PORT" 60 "MongoDB stand-in"
+  export MONGODB_URI="mongodb://127.0.0.1:$MONGO_PORT/billing"
+fi
+
+ui_line="(Temporal UI: see your Temporal deployment)"
+if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
+  port_busy "$TEMPORAL_PORT" && die "port $TEMPORAL_PORT is in use: stop what listens there, or set TEMPORAL_PORT or TEMPORAL_ADDRESS"
+  log "Temporal dev server on 127.0.0.1:$TEMPORAL_PORT, UI on $TEMPORAL_UI_PORT (data: .data/temporal.sqlite, log: .data/logs/temporal.log)"
+  sa_flags=()
+  for name in BillingOrganizationId BillingCustomerId BillingEntityType BillingStatus; do sa_flags+=(--search-attribute "$name=Keyword"); done
+  "$TEMPORAL_CLI_PATH" server start-dev --ip 127.0.0.1 --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT" \
+    --namespace "$TEMPORAL_NAMESPACE" --db-filename "$DATA/temporal.sqlite" --log-level warn \
+    --dynamic-config-value frontend.enableUpdateWorkflowExecution=true \
+    --dynamic-config-value frontend.enableUpdateWorkflowExecutionAsyncAccepted=true \
+    --dynamic-config-value frontend.enableExecuteMultiOperation=true \
+    "${sa_flags[@]}" >"$DATA/logs/temporal.log" 2>&1 &
+  pids+=($!)
+  wait_for_port 127.0.0.1 "$TEMPORAL_PORT" 60 "Temporal dev server"
+  export TEMPORAL_ADDRESS="127.0.0.1:$TEMPORAL_PORT"
+  until "$TEMPORAL_CLI_PATH" operator cluster health --address "$TEMPORAL_ADDRESS" 2>/dev/null | grep -q SERVING; do sleep 0.3; done
+  # With an existing SQLite file the flags above do not reach the namespace: register (idempotent).
+  for name in BillingOrganizationId BillingCustomerId BillingEntityType BillingStatus; do
+    "$TEMPORAL_CLI_PATH" operator search-attribute create --address "$TEMPORAL_ADDRESS" --namespace "$TEMPORAL_NAMESPACE" \
+      --name "$name" --type Keyword >/dev/null 2>&1 || true
+  done
+  ui_line="Temporal UI:  http://127.0.0.1:$TEMPORAL_UI_PORT"
+fi
+
+export HOST PORT TEMPORAL_NAMESPACE TEMPORAL_TASK_QUEUE
+log "worker (log: .data/logs/worker.log)"
+node dist/src/worker.js >"$DATA/logs/worker.log" 2>&1 &
+pids+=($!)
+log "API (log: .data/logs/api.log)"
+node dist/src/server.js >"$DATA/logs/api.log" 2>&1 &
+pids+=($!)
+wait_for_port "$HOST" "$PORT" 60 "API" || { tail -20 "$DATA/logs/api.log" >&2; exit 1; }
+
+cat <<INFO
+
+  Billing service is up.
+  API:          http://$HOST:$PORT/v1
+  API docs:     http://$HOST:$PORT/docs   (OpenAPI: http://$HOST:$PORT/docs/openapi.json)
+  $ui_line
+  MongoDB:      $MONGODB_URI
+  Temporal:     $TEMPORAL_ADDRESS (namespace $TEMPORAL_NAMESPACE, task queue $TEMPORAL_TASK_QUEUE)
+  Logs:         .data/logs/
+
+  Create an organization:  curl -s -X POST http://$HOST:$PORT/v1/organizations -H 'content-type: application/json' -d '{"name":"Acme"}'
+  Press Ctrl-C to stop everything.
+
+INFO
+
+# Run until Ctrl-C, or until one of the processes dies (then stop the rest and fail).
+set +e
+wait -n "${pids[@]}"
+status=$?
+log "a process exited (status $status); see .data/logs/"
+exit "$status"
