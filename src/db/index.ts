@@ -39,12 +39,19 @@ export async function connectDb(uri: string, options: { maxPoolSize?: number } =
     connection,
     models,
     async ensureIndexes() {
+      // The API and the worker both run this at start-up, often at the same moment. Index builds
+      // are idempotent, but two processes creating the same collection can collide (the stand-in
+      // reports it as an unknown error), so a failed attempt is simply retried.
       for (const model of Object.values(models) as Model<unknown>[]) {
-        await model.createCollection().catch((err: unknown) => {
-          // NamespaceExists (48): another process created it first.
-          if ((err as { code?: number }).code !== 48) throw err;
-        });
-        await model.createIndexes();
+        for (let attempt = 1; ; attempt++) {
+          try {
+            await model.createIndexes();
+            break;
+          } catch (err) {
+            if (attempt >= 5) throw err;
+            await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+          }
+        }
       }
     },
     async ping() {
