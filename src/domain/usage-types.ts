@@ -22,4 +22,10 @@ export interface AggregationResult {
    * pay-in-advance pricing read these.
    */
   perEventValues: Dec[];
+  /**
+   * Every event of the bucket in the period, whether or not it contributed a value. Only the
+   * `dynamic` charge model reads it (it prices from each event's own price and quantity properties,
+   * whatever the metric's aggregation), so aggregations may leave it out for the other models.
+   */
+  events?: readonly UsageEvent[];
 }
