@@ -1,15 +1,27 @@
 import type { Models } from '../src/db';
+import type { TemporalClient } from '../src/temporal/client';
 import { createDiagnosticActivities } from './diagnostics';
+import { createWebhookActivities } from './webhooks';
 
 /** What activities need from the outside world; tests pass real MongoDB and fake providers. */
 export interface ActivityDeps {
   models: Models;
+  /** To start the workflows an activity spawns (webhook deliveries). */
+  temporal: TemporalClient;
+  fetch?: typeof fetch;
+  webhookAttemptTimeoutMs?: number;
 }
 
 /** Every activity the worker registers, built from its dependencies (style.md). */
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createDiagnosticActivities(deps.models),
+    ...createWebhookActivities({
+      models: deps.models,
+      temporal: deps.temporal,
+      ...(deps.fetch ? { fetch: deps.fetch } : {}),
+      ...(deps.webhookAttemptTimeoutMs ? { attemptTimeoutMs: deps.webhookAttemptTimeoutMs } : {}),
+    }),
   };
 }
 

@@ -3,6 +3,7 @@
 import { createActivities } from '../activities';
 import { ConfigError, loadConfig } from './config';
 import { connectDb } from './db';
+import { connectTemporal } from './temporal/client';
 import { createWorker, NativeConnection } from './temporal/worker';
 
 async function main(): Promise<void> {
@@ -10,16 +11,22 @@ async function main(): Promise<void> {
   const db = await connectDb(config.MONGODB_URI);
   await db.ensureIndexes();
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+  const temporal = await connectTemporal({
+    address: config.TEMPORAL_ADDRESS,
+    namespace: config.TEMPORAL_NAMESPACE,
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+  });
   const worker = await createWorker({
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
-    activities: createActivities({ models: db.models }),
+    activities: createActivities({ models: db.models, temporal }),
   });
   console.log(`worker polling task queue "${config.TEMPORAL_TASK_QUEUE}" on ${config.TEMPORAL_ADDRESS} (${config.TEMPORAL_NAMESPACE})`);
   // The Temporal runtime turns SIGINT/SIGTERM into worker.shutdown(); run() resolves once drained.
   await worker.run();
   await connection.close();
+  await temporal.close();
   await db.close();
 }
 

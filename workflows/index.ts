@@ -1,3 +1,4 @@
 // Every workflow the worker runs. Deterministic code only: @temporalio/workflow, src/domain and
 // type-only imports (eslint enforces it).
-export { pingWorkflow } from './diagnostics';
+export { pingWorkflow, type PingResult } from './diagnostics';
+export { webhookDeliveryWorkflow, type WebhookDeliveryInput, type WebhookDeliveryResult } from './webhook-delivery';

@@ -13,6 +13,7 @@ import { registerErrorHandling } from './plugins/errors';
 import { customerRoutes } from './routes/customers';
 import { healthRoutes } from './routes/health';
 import { organizationRoutes, signupRoutes } from './routes/organizations';
+import { webhookRoutes } from './routes/webhooks';
 
 export interface AppDeps {
   config: Pick<Config, 'LOG_LEVEL' | 'BILLING_SIGNUP_TOKEN' | 'BODY_LIMIT_BYTES'>;
@@ -80,6 +81,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       registerApiKeyAuth(scope, deps.db.models, app.deps.now);
       await scope.register(organizationRoutes);
       await scope.register(customerRoutes);
+      await scope.register(webhookRoutes);
     },
     { prefix: '/v1' },
   );

@@ -1,12 +1,18 @@
 import mongoose, { type Connection, type Model } from 'mongoose';
 import { apiKeySchema, type ApiKeyDoc } from './models/api-key';
 import { customerSchema, type CustomerDoc } from './models/customer';
+import { lifecycleEventSchema, type LifecycleEventDoc } from './models/lifecycle-event';
 import { organizationSchema, type OrganizationDoc } from './models/organization';
+import { webhookSchema, type WebhookDoc } from './models/webhook';
+import { webhookEndpointSchema, type WebhookEndpointDoc } from './models/webhook-endpoint';
 
 export interface Models {
   Organization: Model<OrganizationDoc>;
   ApiKey: Model<ApiKeyDoc>;
   Customer: Model<CustomerDoc>;
+  WebhookEndpoint: Model<WebhookEndpointDoc>;
+  LifecycleEvent: Model<LifecycleEventDoc>;
+  Webhook: Model<WebhookDoc>;
 }
 
 export interface Db {
@@ -23,6 +29,9 @@ function bindModels(connection: Connection): Models {
     Organization: connection.model<OrganizationDoc>('Organization', organizationSchema),
     ApiKey: connection.model<ApiKeyDoc>('ApiKey', apiKeySchema),
     Customer: connection.model<CustomerDoc>('Customer', customerSchema),
+    WebhookEndpoint: connection.model<WebhookEndpointDoc>('WebhookEndpoint', webhookEndpointSchema),
+    LifecycleEvent: connection.model<LifecycleEventDoc>('LifecycleEvent', lifecycleEventSchema),
+    Webhook: connection.model<WebhookDoc>('Webhook', webhookSchema),
   };
 }
 

@@ -1,0 +1,290 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { WebhookDoc } from '../../db/models/webhook';
+import type { WebhookEndpointDoc } from '../../db/models/webhook-endpoint';
+import { WEBHOOK_EVENT_TYPES } from '../../domain/webhook-schedule';
+import { InvalidTransition, NotFound } from '../../errors';
+import { startDelivery } from '../../webhooks/emit-event';
+import { generateWebhookSecret } from '../../webhooks/signature';
+import { idParams, iso, listQuery, nullableTimestamp, responses, sendList, timestamp } from '../http';
+
+const webhookUrl = z
+  .url({ protocol: /^https?$/, error: 'must be an http or https URL' })
+  .max(2048, 'at most 2048 characters');
+
+const eventTypes = z
+  .array(z.enum(WEBHOOK_EVENT_TYPES))
+  .max(WEBHOOK_EVENT_TYPES.length)
+  .transform((types) => [...new Set(types)])
+  .describe('Event types to receive; empty or absent: all');
+
+const endpointFields = {
+  url: webhookUrl,
+  signature_algo: z.literal('hmac'),
+  status: z.enum(['active', 'inactive']),
+  event_types: eventTypes,
+};
+
+const createEndpointBody = z.strictObject({
+  url: endpointFields.url,
+  signature_algo: endpointFields.signature_algo.default('hmac'),
+  status: endpointFields.status.default('active'),
+  event_types: endpointFields.event_types.default([]),
+});
+
+const updateEndpointBody = z.strictObject({
+  url: endpointFields.url.optional(),
+  signature_algo: endpointFields.signature_algo.optional(),
+  status: endpointFields.status.optional(),
+  event_types: endpointFields.event_types.optional(),
+});
+
+export const webhookEndpointResource = z
+  .object({
+    id: z.string(),
+    organization_id: z.string(),
+    url: z.string(),
+    signature_algo: z.literal('hmac'),
+    status: z.enum(['active', 'inactive']),
+    event_types: z.array(z.string()),
+    deleted_at: nullableTimestamp,
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .meta({ id: 'WebhookEndpoint' });
+
+const endpointWithSecret = webhookEndpointResource
+  .extend({ secret: z.string().describe('The HMAC signing secret, shown at creation and rotation only') })
+  .meta({ id: 'WebhookEndpointWithSecret' });
+
+export const webhookResource = z
+  .object({
+    id: z.string(),
+    organization_id: z.string(),
+    webhook_endpoint_id: z.string(),
+    event_id: z.string(),
+    webhook_type: z.string(),
+    payload: z.record(z.string(), z.unknown()),
+    status: z.enum(['pending', 'succeeded', 'failed']),
+    retries: z.number().int(),
+    attempts: z.number().int(),
+    http_status: z.number().int().nullable(),
+    last_error: z.string().nullable(),
+    last_attempt_at: nullableTimestamp,
+    attempt_log: z.array(
+      z.object({
+        attempt: z.number().int(),
+        attempted_at: timestamp,
+        http_status: z.number().int().nullable(),
+        error: z.string().nullable(),
+        duration_ms: z.number(),
+      }),
+    ),
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .meta({ id: 'Webhook' });
+
+export function toWebhookEndpoint(doc: WebhookEndpointDoc): z.output<typeof webhookEndpointResource> {
+  return {
+    id: doc._id,
+    organization_id: doc.organization_id,
+    url: doc.url,
+    signature_algo: doc.signature_algo,
+    status: doc.status,
+    event_types: doc.event_types ?? [],
+    deleted_at: iso(doc.deleted_at),
+    created_at: iso(doc.created_at),
+    updated_at: iso(doc.updated_at),
+  };
+}
+
+export function toWebhook(doc: WebhookDoc): z.output<typeof webhookResource> {
+  return {
+    id: doc._id,
+    organization_id: doc.organization_id,
+    webhook_endpoint_id: doc.webhook_endpoint_id,
+    event_id: doc.event_id,
+    webhook_type: doc.webhook_type,
+    payload: doc.payload,
+    status: doc.status,
+    retries: doc.retries,
+    attempts: doc.attempts,
+    http_status: doc.http_status ?? null,
+    last_error: doc.last_error ?? null,
+    last_attempt_at: iso(doc.last_attempt_at),
+    attempt_log: (doc.attempt_log ?? []).map((a) => ({
+      attempt: a.attempt,
+      attempted_at: iso(a.attempted_at),
+      http_status: a.http_status ?? null,
+      error: a.error ?? null,
+      duration_ms: a.duration_ms,
+    })),
+    created_at: iso(doc.created_at),
+    updated_at: iso(doc.updated_at),
+  };
+}
+
+export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
+  const { Webhook, WebhookEndpoint } = app.deps.db.models;
+  const tags = ['webhooks'];
+
+  async function findEndpoint(organizationId: string, id: string): Promise<WebhookEndpointDoc> {
+    const endpoint = await WebhookEndpoint.findOne({ _id: id, organization_id: organizationId, deleted_at: null }).lean();
+    if (!endpoint) throw new NotFound('Webhook endpoint not found', 'webhook_endpoint_not_found');
+    return endpoint;
+  }
+
+  app.post(
+    '/webhook_endpoints',
+    {
+      schema: {
+        tags,
+        summary: 'Create a webhook endpoint; the signing secret is returned this once',
+        body: createEndpointBody,
+        response: responses({ 201: endpointWithSecret }),
+      },
+    },
+    async (request, reply) => {
+      const secret = generateWebhookSecret();
+      const endpoint = await WebhookEndpoint.create({ ...request.body, secret, organization_id: request.organizationId });
+      return reply.status(201).send({ ...toWebhookEndpoint(endpoint.toObject()), secret });
+    },
+  );
+
+  app.get(
+    '/webhook_endpoints',
+    { schema: { tags, summary: 'List webhook endpoints', querystring: listQuery, response: responses({ 200: z.array(webhookEndpointResource) }) } },
+    async (request, reply) => {
+      const filter = { organization_id: request.organizationId, deleted_at: null };
+      const { skip, limit } = request.query;
+      const [items, total] = await Promise.all([
+        WebhookEndpoint.find(filter).sort({ created_at: -1, _id: -1 }).skip(skip).limit(limit).lean(),
+        WebhookEndpoint.countDocuments(filter),
+      ]);
+      return sendList(reply, items.map(toWebhookEndpoint), total);
+    },
+  );
+
+  app.get(
+    '/webhook_endpoints/:id',
+    { schema: { tags, summary: 'Get a webhook endpoint', params: idParams, response: responses({ 200: webhookEndpointResource }) } },
+    async (request) => toWebhookEndpoint(await findEndpoint(request.organizationId, request.params.id)),
+  );
+
+  app.put(
+    '/webhook_endpoints/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Update a webhook endpoint (url, status, event_types)',
+        params: idParams,
+        body: updateEndpointBody,
+        response: responses({ 200: webhookEndpointResource }),
+      },
+    },
+    async (request) => {
+      const updated = await WebhookEndpoint.findOneAndUpdate(
+        { _id: request.params.id, organization_id: request.organizationId, deleted_at: null },
+        { $set: request.body },
+        { returnDocument: 'after' },
+      ).lean();
+      if (!updated) throw new NotFound('Webhook endpoint not found', 'webhook_endpoint_not_found');
+      return toWebhookEndpoint(updated);
+    },
+  );
+
+  app.delete(
+    '/webhook_endpoints/:id',
+    { schema: { tags, summary: 'Delete a webhook endpoint (it receives nothing more)', params: idParams, response: responses({ 200: webhookEndpointResource }) } },
+    async (request) => {
+      const deleted = await WebhookEndpoint.findOneAndUpdate(
+        { _id: request.params.id, organization_id: request.organizationId, deleted_at: null },
+        { $set: { deleted_at: app.deps.now(), status: 'inactive' } },
+        { returnDocument: 'after' },
+      ).lean();
+      if (!deleted) throw new NotFound('Webhook endpoint not found', 'webhook_endpoint_not_found');
+      return toWebhookEndpoint(deleted);
+    },
+  );
+
+  app.post(
+    '/webhook_endpoints/:id/rotate_secret',
+    {
+      schema: {
+        tags,
+        summary: 'Replace the signing secret; the new one is returned this once and signs every later attempt',
+        params: idParams,
+        response: responses({ 200: endpointWithSecret }),
+      },
+    },
+    async (request) => {
+      const secret = generateWebhookSecret();
+      const updated = await WebhookEndpoint.findOneAndUpdate(
+        { _id: request.params.id, organization_id: request.organizationId, deleted_at: null },
+        { $set: { secret } },
+        { returnDocument: 'after' },
+      ).lean();
+      if (!updated) throw new NotFound('Webhook endpoint not found', 'webhook_endpoint_not_found');
+      return { ...toWebhookEndpoint(updated), secret };
+    },
+  );
+
+  app.get(
+    '/webhooks',
+    {
+      schema: {
+        tags,
+        summary: 'List webhook deliveries, newest first',
+        querystring: listQuery.extend({
+          webhook_endpoint_id: z.string().max(255).optional(),
+          webhook_type: z.string().max(100).optional(),
+          status: z.enum(['pending', 'succeeded', 'failed']).optional(),
+        }),
+        response: responses({ 200: z.array(webhookResource) }),
+      },
+    },
+    async (request, reply) => {
+      const { skip, limit, ...filters } = request.query;
+      const filter: Record<string, unknown> = { organization_id: request.organizationId };
+      for (const [key, value] of Object.entries(filters)) if (value !== undefined) filter[key] = value;
+      const [items, total] = await Promise.all([
+        Webhook.find(filter).sort({ created_at: -1, _id: -1 }).skip(skip).limit(limit).lean(),
+        Webhook.countDocuments(filter),
+      ]);
+      return sendList(reply, items.map(toWebhook), total);
+    },
+  );
+
+  app.get(
+    '/webhooks/:id',
+    { schema: { tags, summary: 'Get a webhook delivery with its attempts', params: idParams, response: responses({ 200: webhookResource }) } },
+    async (request) => {
+      const webhook = await Webhook.findOne({ _id: request.params.id, organization_id: request.organizationId }).lean();
+      if (!webhook) throw new NotFound('Webhook not found', 'webhook_not_found');
+      return toWebhook(webhook);
+    },
+  );
+
+  app.post(
+    '/webhooks/:id/retry',
+    {
+      schema: {
+        tags,
+        summary: 'Deliver a failed webhook again (a new series of attempts)',
+        params: idParams,
+        response: responses({ 200: webhookResource }),
+      },
+    },
+    async (request) => {
+      const filter = { _id: request.params.id, organization_id: request.organizationId };
+      const existing = await Webhook.findOne(filter, { status: 1 }).lean();
+      if (!existing) throw new NotFound('Webhook not found', 'webhook_not_found');
+      // Only a failed delivery goes back to pending; the guard makes two concurrent retries one.
+      const reopened = await Webhook.findOneAndUpdate({ ...filter, status: 'failed' }, { $set: { status: 'pending' } }, { returnDocument: 'after' }).lean();
+      if (!reopened) throw new InvalidTransition(`Only a failed webhook can be retried (this one is ${existing.status})`);
+      await startDelivery(app.deps.temporal, { deliveryId: reopened._id, organizationId: request.organizationId, customerId: null }, 'again');
+      return toWebhook(reopened);
+    },
+  );
+};

@@ -1,0 +1,142 @@
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import type { Models } from '../db';
+import { isDuplicateKeyError } from '../db';
+import type { LifecycleEventDoc } from '../db/models/lifecycle-event';
+import type { WebhookEventType } from '../domain/webhook-schedule';
+import { deterministicId } from '../ids';
+import type { TemporalClient } from '../temporal/client';
+import { entitySearchAttributes } from '../temporal/search-attributes';
+import { workflowIds } from '../temporal/workflow-ids';
+
+export interface EmitDeps {
+  models: Models;
+  temporal: TemporalClient;
+}
+
+export interface EmitEventInput {
+  organizationId: string;
+  type: WebhookEventType;
+  /**
+   * What makes this event unique, e.g. `invoice/<id>/finalized`. The event id is derived from it,
+   * so emitting twice (a retried activity) yields one event and one delivery per endpoint.
+   */
+  idempotencyKey: string;
+  /** The resource as the API returns it. */
+  object: Record<string, unknown>;
+  /** When it happened: workflow time (or the customer's test-clock time). */
+  occurredAt: Date;
+  /** For the delivery workflows' search attributes. */
+  customerId?: string | null;
+}
+
+export interface EmittedEvent {
+  eventId: string;
+  deliveryIds: string[];
+}
+
+/** The body POSTed to receivers (api-contract.md). */
+export function webhookPayload(event: Pick<LifecycleEventDoc, '_id' | 'type' | 'occurred_at' | 'organization_id' | 'object'>) {
+  return {
+    id: event._id,
+    type: event.type,
+    created_at: event.occurred_at.toISOString(),
+    organization_id: event.organization_id,
+    data: { object: event.object },
+  };
+}
+
+export function deliveryIdFor(eventId: string, endpointId: string): string {
+  return deterministicId(`webhook-delivery/${eventId}/${endpointId}`);
+}
+
+/**
+ * The one door for lifecycle events: records the event, then one delivery (record + workflow) per
+ * active endpoint of the organization that subscribes to its type. Every step is idempotent:
+ * the event and delivery ids are derived from the idempotency key, unique indexes refuse
+ * duplicates, and a delivery workflow that already ran is not started again.
+ */
+export async function emitEvent(deps: EmitDeps, input: EmitEventInput): Promise<EmittedEvent> {
+  const { LifecycleEvent, Webhook, WebhookEndpoint } = deps.models;
+  const eventId = deterministicId(`event/${input.organizationId}/${input.idempotencyKey}`);
+
+  let event: LifecycleEventDoc | null = null;
+  try {
+    event = (
+      await LifecycleEvent.create({
+        _id: eventId,
+        organization_id: input.organizationId,
+        type: input.type,
+        object: input.object,
+        occurred_at: input.occurredAt,
+      })
+    ).toObject();
+  } catch (err) {
+    if (!isDuplicateKeyError(err)) throw err;
+    // A retry: keep what the first attempt wrote, so every delivery carries the same payload.
+    event = await LifecycleEvent.findById(eventId).lean();
+  }
+  if (!event) throw new Error(`lifecycle event ${eventId} vanished`);
+
+  const endpoints = await WebhookEndpoint.find(
+    {
+      organization_id: input.organizationId,
+      deleted_at: null,
+      status: 'active',
+      $or: [{ event_types: { $size: 0 } }, { event_types: input.type }],
+    },
+    { _id: 1 },
+  ).lean();
+
+  const payload = webhookPayload(event);
+  const deliveryIds: string[] = [];
+  for (const endpoint of endpoints) {
+    const deliveryId = deliveryIdFor(eventId, endpoint._id);
+    deliveryIds.push(deliveryId);
+    await Webhook.updateOne(
+      { _id: deliveryId },
+      {
+        $setOnInsert: {
+          organization_id: input.organizationId,
+          webhook_endpoint_id: endpoint._id,
+          event_id: eventId,
+          webhook_type: input.type,
+          payload,
+          status: 'pending',
+        },
+      },
+      { upsert: true },
+    ).catch((err: unknown) => {
+      if (!isDuplicateKeyError(err)) throw err;
+    });
+    await startDelivery(deps.temporal, { deliveryId, organizationId: input.organizationId, customerId: input.customerId ?? null }, 'first');
+  }
+  return { eventId, deliveryIds };
+}
+
+/**
+ * Starts a delivery workflow. `first`: a delivery that ran already (even to completion) is not
+ * run again, so a retried emission never re-sends. `again`: POST /v1/webhooks/{id}/retry, a new
+ * run with the same workflow id after the previous one ended.
+ */
+export async function startDelivery(
+  temporal: TemporalClient,
+  delivery: { deliveryId: string; organizationId: string; customerId: string | null },
+  mode: 'first' | 'again',
+): Promise<void> {
+  try {
+    await temporal.client.workflow.start('webhookDeliveryWorkflow', {
+      workflowId: workflowIds.webhook(delivery.deliveryId),
+      taskQueue: temporal.taskQueue,
+      args: [{ deliveryId: delivery.deliveryId }],
+      workflowIdReusePolicy: mode === 'first' ? 'REJECT_DUPLICATE' : 'ALLOW_DUPLICATE',
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      typedSearchAttributes: entitySearchAttributes({
+        organizationId: delivery.organizationId,
+        customerId: delivery.customerId,
+        entityType: 'webhook',
+      }),
+    });
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+  }
+}
