@@ -22,11 +22,16 @@ export async function connectTemporal(settings: TemporalSettings): Promise<Tempo
 }
 
 export function fromConnection(connection: Connection, settings: Omit<TemporalSettings, 'address'>): TemporalClient {
-  const client = new Client({ connection, namespace: settings.namespace });
+  return wrapClient(new Client({ connection, namespace: settings.namespace }), settings.taskQueue);
+}
+
+/** Wraps an existing client (the test environments' own clients, for instance). */
+export function wrapClient(client: Client, taskQueue: string): TemporalClient {
+  const connection = client.connection;
   return {
     client,
-    taskQueue: settings.taskQueue,
-    namespace: settings.namespace,
+    taskQueue,
+    namespace: client.options.namespace,
     async ping() {
       await connection.workflowService.getSystemInfo({});
     },
