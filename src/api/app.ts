@@ -58,13 +58,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onSend', async (request, reply) => {
     void reply.header('x-request-id', request.id);
   });
-  // A JSON body must be an object (api-contract.md: "malformed JSON or body not an object" is 400).
-  // A route with a body schema and no body at all gets {} so that its required fields are named.
+  // A JSON body must be an object (api-contract.md: "malformed JSON or body not an object" is 400;
+  // a literal `null` is not an object either). A route with a body schema and no body at all gets
+  // {} so that its required fields are named.
   app.addHook('preValidation', async (request) => {
     if (!request.routeOptions.schema?.body) return;
-    if (request.body === undefined || request.body === null) {
+    if (request.body === undefined) {
       request.body = {};
-    } else if (typeof request.body !== 'object' || Array.isArray(request.body)) {
+    } else if (request.body === null || typeof request.body !== 'object' || Array.isArray(request.body)) {
       throw new BadRequest('The request body must be a JSON object', 'invalid_json');
     }
   });

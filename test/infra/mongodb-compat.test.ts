@@ -4,7 +4,7 @@
 import Decimal from 'decimal.js';
 import { Decimal128, type Collection, type Document, MongoBulkWriteError, MongoServerError } from 'mongodb';
 import { type Model, Schema, Types } from 'mongoose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type Db, isDuplicateKeyError } from '../../src/db';
 import { createTestDb } from '../support/stack';
 
@@ -204,9 +204,11 @@ describe('insertMany with ordered: false', () => {
     expect(keys).toEqual(['a', 'b', 'c', 'existing']);
   });
 
-  // Code that counts accepted documents (for example ingested events) may read insertedCount, or
-  // derive it as documents minus writeErrors; on real MongoDB the two agree.
-  it('reports insertedCount as the number actually inserted', async () => {
+  // Known gap of the stand-in (mongo-java-server 1.47.0): an unordered insertMany with duplicates
+  // answers n = every document, so insertedCount is too high. Project code therefore counts
+  // accepted documents as `documents - writeErrors` (checked above on both servers); this test
+  // runs only against real MongoDB (TEST_MONGODB_URL), where the two agree.
+  it.skipIf(inject('mongoIsStandIn'))('reports insertedCount as the number actually inserted (real MongoDB only)', async () => {
     const collection = await rawCollection();
     await collection.insertOne({ key: 'existing' });
     const docs = [{ key: 'a' }, { key: 'existing' }, { key: 'b' }, { key: 'a' }, { key: 'c' }];

@@ -5,6 +5,8 @@ declare module 'vitest' {
   export interface ProvidedContext {
     /** mongodb://host:port of the run's MongoDB server (no database name). */
     mongoUrl: string;
+    /** True when the run uses the MongoDB stand-in (not a real MongoDB from TEST_MONGODB_URL). */
+    mongoIsStandIn: boolean;
     /** host:port of the run's Temporal dev server. */
     temporalAddress: string;
   }
@@ -26,6 +28,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   ]);
   started.push(mongo, temporal);
   project.provide('mongoUrl', mongo.address);
+  project.provide('mongoIsStandIn', !process.env.TEST_MONGODB_URL);
   project.provide('temporalAddress', temporal.address);
   return async () => {
     await Promise.all(started.map((s) => s.stop()));

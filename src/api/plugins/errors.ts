@@ -28,10 +28,10 @@ export function registerErrorHandling(app: FastifyInstance): void {
     } else if (hasZodFastifySchemaValidationErrors(error)) {
       const errors = error.validation.map((issue) => {
         const path = issue.instancePath.replace(/^\//, '').replaceAll('/', '.');
-        const params = issue.params as { issue?: { code?: string; keys?: string[] } };
+        const keys = (issue.params as { keys?: unknown }).keys;
         // Unknown fields: name each one, so a typo is obvious.
-        if (params.issue?.code === 'unrecognized_keys' && params.issue.keys) {
-          return params.issue.keys.map((key) => ({ path: path ? `${path}.${key}` : key, message: 'Unknown field' }));
+        if (issue.keyword === 'unrecognized_keys' && Array.isArray(keys)) {
+          return keys.map((key) => ({ path: path ? `${path}.${String(key)}` : String(key), message: 'Unknown field' }));
         }
         return [{ path, message: issue.message ?? 'Invalid value' }];
       });

@@ -159,7 +159,7 @@ export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       const current = await findCustomer(request.organizationId, request.params.id);
       const { external_id, ...changes } = request.body;
-      if (external_id !== undefined && external_id !== current.external_id) {
+      if (external_id !== undefined && external_id.trim() !== current.external_id) {
         throw Validation.field('external_id', 'is immutable');
       }
       const updated = await Customer.findOneAndUpdate(
