@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { isDuplicateKeyError } from '../../db';
 import type { CustomerDoc } from '../../db/models/customer';
 import { BadRequest, Conflict, NotFound, Validation } from '../../errors';
+import { emitEvent } from '../../webhooks/emit-event';
 import { currencyCode, email, ianaTimezone, idParams, iso, listQuery, nullableTimestamp, responses, sendList, timestamp } from '../http';
 
 const billingMetadata = z
@@ -100,8 +101,22 @@ export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
         currency = org?.default_currency ?? 'USD';
       }
       try {
-        const customer = await Customer.create({ ...body, currency, organization_id: request.organizationId });
-        return reply.status(201).send(toCustomer(customer.toObject()));
+        const customer = (await Customer.create({ ...body, currency, organization_id: request.organizationId })).toObject();
+        const resource = toCustomer(customer);
+        // The customer exists whatever happens next: a failure to announce it is logged, not
+        // turned into an error that would make the client retry into a 409.
+        await emitEvent(
+          { models: app.deps.db.models, temporal: app.deps.temporal },
+          {
+            organizationId: request.organizationId,
+            type: 'customer.created',
+            idempotencyKey: `customer/${customer._id}/created`,
+            object: resource,
+            occurredAt: customer.created_at,
+            customerId: customer._id,
+          },
+        ).catch((err: unknown) => request.log.error({ err, customerId: customer._id }, 'could not emit customer.created'));
+        return reply.status(201).send(resource);
       } catch (err) {
         if (isDuplicateKeyError(err)) {
           const existing = await Customer.findOne(
