@@ -3,6 +3,7 @@ import { apiKeySchema, type ApiKeyDoc } from './models/api-key';
 import { customerSchema, type CustomerDoc } from './models/customer';
 import { lifecycleEventSchema, type LifecycleEventDoc } from './models/lifecycle-event';
 import { organizationSchema, type OrganizationDoc } from './models/organization';
+import { subscriptionSchema, type SubscriptionDoc } from './models/subscription';
 import { webhookSchema, type WebhookDoc } from './models/webhook';
 import { webhookEndpointSchema, type WebhookEndpointDoc } from './models/webhook-endpoint';
 
@@ -13,6 +14,7 @@ export interface Models {
   WebhookEndpoint: Model<WebhookEndpointDoc>;
   LifecycleEvent: Model<LifecycleEventDoc>;
   Webhook: Model<WebhookDoc>;
+  Subscription: Model<SubscriptionDoc>;
 }
 
 export interface Db {
@@ -32,6 +34,7 @@ function bindModels(connection: Connection): Models {
     WebhookEndpoint: connection.model<WebhookEndpointDoc>('WebhookEndpoint', webhookEndpointSchema),
     LifecycleEvent: connection.model<LifecycleEventDoc>('LifecycleEvent', lifecycleEventSchema),
     Webhook: connection.model<WebhookDoc>('Webhook', webhookSchema),
+    Subscription: connection.model<SubscriptionDoc>('Subscription', subscriptionSchema),
   };
 }
 

@@ -199,9 +199,7 @@ export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       const current = await findCustomer(request.organizationId, request.params.id);
-      // The subscriptions collection is written by the subscription workflows (a later issue);
-      // reading it through the raw collection keeps this check valid before and after.
-      const live = await app.deps.db.connection.collection('subscriptions').countDocuments({
+      const live = await app.deps.db.models.Subscription.countDocuments({
         organization_id: request.organizationId,
         customer_id: current._id,
         status: { $in: ['pending', 'active'] },
