@@ -31,6 +31,18 @@ describe('max aggregation', () => {
     expect(strings(result.perEventValues)).toEqual(['6', '4']);
   });
 
+  it('takes the maximum of a busy period: 200,000 events do not overflow the call stack', () => {
+    const from = march.from.getTime();
+    const events = Array.from({ length: 200_000 }, (_, i) => ({
+      transactionId: `busy-${i}`,
+      timestamp: new Date(from + i * 10_000),
+      properties: { seats: i === 123_456 ? 5000 : i % 1000 },
+    }));
+    const result = aggregate(max, events, march);
+    expect(result.units.toFixed()).toBe('5000');
+    expect(result.eventsCount).toBe(200_000);
+  });
+
   it('rounds the maximum', () => {
     const events = [ev('2024-03-02T00:00:00Z', { seats: '7.25' })];
     expect(aggregate({ ...max, rounding_function: 'ceil' }, events, march).units.toFixed()).toBe('8');
