@@ -2,6 +2,7 @@
 // the MongoDB stand-in and a real local HTTP receiver.
 import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -144,7 +145,8 @@ describe('webhookDeliveryWorkflow', () => {
     expect(snippet).toBeTruthy();
     const file = join(tmpdir(), `verify-${randomUUID()}.js`);
     writeFileSync(file, snippet!);
-    const { verifyBillingSignature } = require(file) as {
+    const loadModule = createRequire(__filename);
+    const { verifyBillingSignature } = loadModule(file) as {
       verifyBillingSignature: (secret: string, body: string, header: string) => boolean;
     };
 
