@@ -10,9 +10,13 @@ import type { TemporalClient } from '../temporal/client';
 import { registerApiKeyAuth } from './plugins/auth';
 import { registerDocs } from './plugins/docs';
 import { registerErrorHandling } from './plugins/errors';
+import { addOnRoutes } from './routes/add-ons';
+import { billableMetricRoutes } from './routes/billable-metrics';
 import { customerRoutes } from './routes/customers';
+import { eventRoutes } from './routes/events';
 import { healthRoutes } from './routes/health';
 import { organizationRoutes, signupRoutes } from './routes/organizations';
+import { taxRoutes } from './routes/taxes';
 import { webhookRoutes } from './routes/webhooks';
 
 export interface AppDeps {
@@ -82,7 +86,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       registerApiKeyAuth(scope, deps.db.models, app.deps.now);
       await scope.register(organizationRoutes);
       await scope.register(customerRoutes);
+      await scope.register(billableMetricRoutes);
+      await scope.register(taxRoutes);
+      await scope.register(addOnRoutes);
       await scope.register(webhookRoutes);
+      await scope.register(eventRoutes);
     },
     { prefix: '/v1' },
   );

@@ -1,9 +1,21 @@
 import mongoose, { type Connection, type Model } from 'mongoose';
 import { apiKeySchema, type ApiKeyDoc } from './models/api-key';
+import { appliedCouponSchema, type AppliedCouponDoc } from './models/applied-coupon';
+import { commitmentSchema, type CommitmentDoc } from './models/commitment';
+import { couponSchema, type CouponDoc } from './models/coupon';
+import { planSchema, type PlanDoc } from './models/plan';
+import { usageThresholdSchema, type UsageThresholdDoc } from './models/usage-threshold';
+import { addOnSchema, type AddOnDoc } from './models/add-on';
+import { appliedTaxSchema, type AppliedTaxDoc } from './models/applied-tax';
+import { billableMetricSchema, type BillableMetricDoc } from './models/billable-metric';
 import { customerSchema, type CustomerDoc } from './models/customer';
+import { dailyUsageSchema, type DailyUsageDoc } from './models/daily-usage';
+import { eventSchema, type EventDoc } from './models/event';
+import { rateLimitWindowSchema, type RateLimitWindowDoc } from './models/rate-limit-window';
 import { lifecycleEventSchema, type LifecycleEventDoc } from './models/lifecycle-event';
 import { organizationSchema, type OrganizationDoc } from './models/organization';
 import { subscriptionSchema, type SubscriptionDoc } from './models/subscription';
+import { taxSchema, type TaxDoc } from './models/tax';
 import { webhookSchema, type WebhookDoc } from './models/webhook';
 import { webhookEndpointSchema, type WebhookEndpointDoc } from './models/webhook-endpoint';
 
@@ -15,6 +27,18 @@ export interface Models {
   LifecycleEvent: Model<LifecycleEventDoc>;
   Webhook: Model<WebhookDoc>;
   Subscription: Model<SubscriptionDoc>;
+  Plan: Model<PlanDoc>;
+  Commitment: Model<CommitmentDoc>;
+  UsageThreshold: Model<UsageThresholdDoc>;
+  Coupon: Model<CouponDoc>;
+  AppliedCoupon: Model<AppliedCouponDoc>;
+  BillableMetric: Model<BillableMetricDoc>;
+  Tax: Model<TaxDoc>;
+  AppliedTax: Model<AppliedTaxDoc>;
+  AddOn: Model<AddOnDoc>;
+  Event: Model<EventDoc>;
+  DailyUsage: Model<DailyUsageDoc>;
+  RateLimitWindow: Model<RateLimitWindowDoc>;
 }
 
 export interface Db {
@@ -35,6 +59,18 @@ function bindModels(connection: Connection): Models {
     LifecycleEvent: connection.model<LifecycleEventDoc>('LifecycleEvent', lifecycleEventSchema),
     Webhook: connection.model<WebhookDoc>('Webhook', webhookSchema),
     Subscription: connection.model<SubscriptionDoc>('Subscription', subscriptionSchema),
+    Plan: connection.model<PlanDoc>('Plan', planSchema),
+    Commitment: connection.model<CommitmentDoc>('Commitment', commitmentSchema),
+    UsageThreshold: connection.model<UsageThresholdDoc>('UsageThreshold', usageThresholdSchema),
+    Coupon: connection.model<CouponDoc>('Coupon', couponSchema),
+    AppliedCoupon: connection.model<AppliedCouponDoc>('AppliedCoupon', appliedCouponSchema),
+    BillableMetric: connection.model<BillableMetricDoc>('BillableMetric', billableMetricSchema),
+    Tax: connection.model<TaxDoc>('Tax', taxSchema),
+    AppliedTax: connection.model<AppliedTaxDoc>('AppliedTax', appliedTaxSchema),
+    AddOn: connection.model<AddOnDoc>('AddOn', addOnSchema),
+    Event: connection.model<EventDoc>('Event', eventSchema),
+    DailyUsage: connection.model<DailyUsageDoc>('DailyUsage', dailyUsageSchema),
+    RateLimitWindow: connection.model<RateLimitWindowDoc>('RateLimitWindow', rateLimitWindowSchema),
   };
 }
 

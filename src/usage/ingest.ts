@@ -1,0 +1,290 @@
+// Event ingestion: validate references, resolve each event to its subscription(s), store it
+// (durably, before the API answers), and maintain the daily pre-aggregate. Events never go through
+// Temporal one by one.
+//
+// Exactly once: the unique (organization_id, transaction_id) index decides which of several
+// concurrent submissions of one event is stored; only that one adds to daily_usage.
+import { DateTime } from 'luxon';
+import type { AnyBulkWriteOperation } from 'mongodb';
+import type { Db } from '../db';
+import { newId } from '../db/base';
+import type { CustomerDoc } from '../db/models/customer';
+import type { EventDoc } from '../db/models/event';
+import type { SubscriptionDoc } from '../db/models/subscription';
+import { dailyContributionReader, dailyRollUpSupport } from '../domain/aggregation/daily';
+import { Dec } from '../domain/money';
+import { toDecimal128 } from '../api/decimal';
+import type { CatalogView, MetricView } from './catalog-view';
+
+export interface EventInput {
+  transaction_id: string;
+  external_customer_id: string;
+  external_subscription_id?: string | undefined;
+  code: string;
+  timestamp?: Date | undefined;
+  properties: Record<string, unknown>;
+}
+
+export type IngestOutcome =
+  | { status: 'created'; event: EventDoc }
+  | { status: 'duplicate'; existingEventId: string | null }
+  | { status: 'invalid'; code: string; path: string; message: string };
+
+/** The stable key of an event's values for its metric's filter keys (only allowed values). */
+export function dimensionsOf(metric: Pick<MetricView, 'filters'>, properties: Record<string, unknown>): Record<string, string> {
+  const dims: Record<string, string> = {};
+  for (const filter of [...metric.filters].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))) {
+    const raw = properties[filter.key];
+    if (raw === undefined || raw === null || typeof raw === 'object') continue;
+    const value = typeof raw === 'string' ? raw : JSON.stringify(raw);
+    if (filter.values.includes(value)) dims[filter.key] = value;
+  }
+  return dims;
+}
+
+export function dimensionsKey(dims: Record<string, string>): string {
+  return JSON.stringify(dims);
+}
+
+/** The local calendar date of an instant in a zone: the daily pre-aggregate's day. */
+export function localDate(at: Date, timezone: string): string {
+  return DateTime.fromJSDate(at, { zone: timezone }).toISODate()!;
+}
+
+export function dailyRowId(subscriptionId: string, metricId: string, date: string, dimsKey: string): string {
+  return `${subscriptionId}|${metricId}|${date}|${dimsKey}`;
+}
+
+/** A subscription takes an event when the event falls inside its life. */
+function covers(subscription: SubscriptionDoc, at: Date): boolean {
+  if (subscription.status === 'pending') return false;
+  if (subscription.started_at.getTime() > at.getTime()) return false;
+  return subscription.ending_at === null || at.getTime() < subscription.ending_at.getTime();
+}
+
+export class Ingestor {
+  /** Ids whose daily contribution is applied but not yet marked (marked in batches, off the request path). */
+  private pendingMarks: string[] = [];
+  private markTimer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly db: Db,
+    private readonly catalog: CatalogView,
+  ) {}
+
+  /**
+   * Ingests events of one organization. Returns one outcome per input, in order. Invalid inputs
+   * and duplicates do not stop the others (a batch stores every valid event).
+   */
+  async ingest(organization: { _id: string; timezone: string }, inputs: EventInput[], now: Date): Promise<IngestOutcome[]> {
+    const { Customer, Event, Subscription } = this.db.models;
+    const organizationId = organization._id;
+    const externalCustomerIds = [...new Set(inputs.map((i) => i.external_customer_id))];
+    const [metrics, customers, subscriptions] = await Promise.all([
+      this.catalog.metricsByCode(organizationId, [...new Set(inputs.map((i) => i.code))]),
+      Customer.find(
+        { organization_id: organizationId, external_id: { $in: externalCustomerIds }, deleted_at: null },
+        { external_id: 1, timezone: 1 },
+      ).lean<Pick<CustomerDoc, '_id' | 'external_id' | 'timezone'>[]>(),
+      Subscription.find({
+        organization_id: organizationId,
+        external_customer_id: { $in: externalCustomerIds },
+        status: { $ne: 'pending' },
+      }).lean<SubscriptionDoc[]>(),
+    ]);
+    const customerByExternalId = new Map(customers.map((c) => [c.external_id, c]));
+    const subscriptionsByCustomer = new Map<string, SubscriptionDoc[]>();
+    for (const s of subscriptions) {
+      const list = subscriptionsByCustomer.get(s.external_customer_id) ?? [];
+      list.push(s);
+      subscriptionsByCustomer.set(s.external_customer_id, list);
+    }
+    const plans = await this.catalog.plansById(subscriptions.map((s) => s.plan_id));
+    const chargesMetric = (subscription: SubscriptionDoc, metricId: string) =>
+      plans.get(subscription.plan_id)?.charges.some((c) => c.billable_metric_id === metricId) ?? false;
+
+    // Validate and resolve each event.
+    const outcomes: (IngestOutcome | null)[] = inputs.map(() => null);
+    const docs: { index: number; doc: EventDoc; metric: MetricView; timezone: string }[] = [];
+    inputs.forEach((input, index) => {
+      const metric = metrics.get(input.code);
+      if (!metric) {
+        outcomes[index] = { status: 'invalid', code: 'billable_metric_not_found', path: 'code', message: `no billable metric "${input.code}"` };
+        return;
+      }
+      const customer = customerByExternalId.get(input.external_customer_id);
+      if (!customer) {
+        outcomes[index] = {
+          status: 'invalid',
+          code: 'customer_not_found',
+          path: 'external_customer_id',
+          message: `no customer "${input.external_customer_id}"`,
+        };
+        return;
+      }
+      const timestamp = input.timestamp ?? now;
+      const own = subscriptionsByCustomer.get(input.external_customer_id) ?? [];
+      let targets: SubscriptionDoc[];
+      if (input.external_subscription_id !== undefined) {
+        const named = own.find((s) => s.external_id === input.external_subscription_id);
+        if (!named) {
+          outcomes[index] = {
+            status: 'invalid',
+            code: 'subscription_not_found',
+            path: 'external_subscription_id',
+            message: `no active subscription "${input.external_subscription_id}" for this customer`,
+          };
+          return;
+        }
+        targets = [named];
+      } else {
+        targets = own.filter((s) => covers(s, timestamp) && chargesMetric(s, metric._id));
+      }
+      const dims = dimensionsOf(metric, input.properties);
+      docs.push({
+        index,
+        metric,
+        timezone: customer.timezone ?? organization.timezone,
+        doc: {
+          _id: newId(),
+          organization_id: organizationId,
+          transaction_id: input.transaction_id,
+          external_customer_id: input.external_customer_id,
+          customer_id: customer._id,
+          external_subscription_id: input.external_subscription_id ?? null,
+          subscription_ids: targets.map((s) => s._id),
+          code: input.code,
+          billable_metric_id: metric._id,
+          timestamp,
+          properties: input.properties,
+          dimensions_key: dimensionsKey(dims),
+          rolled_up: false,
+          created_at: now,
+          updated_at: now,
+        },
+      });
+    });
+
+    // Store. ordered:false stores every event that is not a duplicate, whatever the others do.
+    const duplicates = new Set<number>();
+    if (docs.length > 0) {
+      try {
+        await Event.collection.insertMany(docs.map((d) => d.doc) as never[], { ordered: false });
+      } catch (err) {
+        const writeErrors = (err as { writeErrors?: { code?: number; index: number }[] | { code?: number; index: number } }).writeErrors;
+        const list = Array.isArray(writeErrors) ? writeErrors : writeErrors ? [writeErrors] : [];
+        if (list.length === 0 || list.some((w) => w.code !== 11000)) throw err;
+        for (const w of list) duplicates.add(w.index);
+      }
+    }
+    const stored = docs.filter((_, i) => !duplicates.has(i));
+    const dupDocs = docs.filter((_, i) => duplicates.has(i));
+    if (dupDocs.length > 0) {
+      const existing = await Event.find(
+        { organization_id: organizationId, transaction_id: { $in: dupDocs.map((d) => d.doc.transaction_id) } },
+        { transaction_id: 1 },
+      ).lean();
+      const idByTransaction = new Map(existing.map((e) => [e.transaction_id, e._id]));
+      for (const d of dupDocs) {
+        // Two events of one batch with the same transaction_id: the first is stored, the second is a duplicate.
+        outcomes[d.index] = { status: 'duplicate', existingEventId: idByTransaction.get(d.doc.transaction_id) ?? null };
+      }
+    }
+    for (const d of stored) outcomes[d.index] = { status: 'created', event: d.doc };
+
+    await this.rollUp(stored);
+    return outcomes.map((o) => o!);
+  }
+
+  /** Adds the stored events to daily_usage: one upsert per (subscription, metric, day, dimensions). */
+  private async rollUp(stored: { doc: EventDoc; metric: MetricView; timezone: string }[]): Promise<void> {
+    const rows = new Map<string, { filter: Record<string, unknown>; combine: 'add' | 'max'; value: Dec; count: number; insert: Record<string, unknown> }>();
+    const rolledIds: string[] = [];
+    for (const { doc, metric, timezone } of stored) {
+      if (doc.subscription_ids.length === 0 || !dailyRollUpSupport(metric).exact) continue;
+      const contribution = dailyContributionReader(metric)({ transactionId: doc.transaction_id, timestamp: doc.timestamp, properties: doc.properties });
+      rolledIds.push(doc._id);
+      if (!contribution) continue; // not numeric: contributes nothing (and counts nothing)
+      const date = localDate(doc.timestamp, timezone);
+      for (const subscriptionId of doc.subscription_ids) {
+        const id = dailyRowId(subscriptionId, metric._id, date, doc.dimensions_key);
+        const row = rows.get(id);
+        if (row) {
+          row.value = contribution.combine === 'add' ? row.value.plus(contribution.value) : Dec.max(row.value, contribution.value);
+          row.count += 1;
+        } else {
+          rows.set(id, {
+            filter: { _id: id },
+            combine: contribution.combine,
+            value: contribution.value,
+            count: 1,
+            insert: {
+              organization_id: doc.organization_id,
+              subscription_id: subscriptionId,
+              billable_metric_id: metric._id,
+              usage_date: date,
+              dimensions_key: doc.dimensions_key,
+              created_at: doc.created_at,
+            },
+          });
+        }
+      }
+    }
+    if (rows.size > 0) {
+      const ops: AnyBulkWriteOperation[] = [...rows.values()].map((row) => ({
+        updateOne: {
+          filter: row.filter,
+          update:
+            row.combine === 'add'
+              ? { $inc: { usage_value: toDecimal128(row.value), events_count: row.count }, $setOnInsert: row.insert, $set: { updated_at: new Date() } }
+              : { $max: { usage_value: toDecimal128(row.value) }, $inc: { events_count: row.count }, $setOnInsert: row.insert, $set: { updated_at: new Date() } },
+          upsert: true,
+        },
+      }));
+      await this.bulkUpsert(ops);
+    }
+    this.markRolledUp(rolledIds);
+  }
+
+  /** Two processes creating the same daily row at once: the loser's upsert fails with 11000; retrying it updates the row. */
+  private async bulkUpsert(ops: AnyBulkWriteOperation[]): Promise<void> {
+    let pending = ops;
+    for (let attempt = 1; pending.length > 0; attempt++) {
+      try {
+        await this.db.models.DailyUsage.collection.bulkWrite(pending, { ordered: false });
+        return;
+      } catch (err) {
+        const writeErrors = (err as { writeErrors?: { code?: number; index: number }[] }).writeErrors;
+        const list = Array.isArray(writeErrors) ? writeErrors : [];
+        if (attempt >= 5 || list.length === 0 || list.some((w) => w.code !== 11000)) throw err;
+        pending = list.map((w) => pending[w.index]!);
+      }
+    }
+  }
+
+  /**
+   * Marks events whose daily contribution is applied, in batches off the request path: the mark
+   * only tells a repair sweep which events it never needs to look at again.
+   */
+  private markRolledUp(ids: string[]): void {
+    if (ids.length === 0) return;
+    this.pendingMarks.push(...ids);
+    if (this.pendingMarks.length >= 1000) {
+      void this.flushMarks();
+    } else if (!this.markTimer) {
+      this.markTimer = setTimeout(() => void this.flushMarks(), 200);
+      this.markTimer.unref();
+    }
+  }
+
+  async flushMarks(): Promise<void> {
+    if (this.markTimer) clearTimeout(this.markTimer);
+    this.markTimer = null;
+    const ids = this.pendingMarks;
+    this.pendingMarks = [];
+    if (ids.length === 0) return;
+    await this.db.models.Event.collection.updateMany({ _id: { $in: ids } } as never, { $set: { rolled_up: true } }).catch(() => {
+      // Unmarked events are only re-checked by the repair sweep; nothing is lost.
+    });
+  }
+}
