@@ -1,0 +1,148 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { AddOnDoc } from '../../db/models/add-on';
+import { NotFound } from '../../errors';
+import { findByIdOrCode, listPage, live, uniqueWrite } from '../catalog';
+import { d4, decimal4, decimalInput, toDecimal128 } from '../decimal';
+import { currencyCode, idParams, iso, listQuery, nullableTimestamp, responses, timestamp } from '../http';
+
+const code = z.string().trim().min(1).max(255);
+
+const addOnFields = {
+  name: z.string().trim().min(1).max(255),
+  amount_cents: decimalInput({ min: 0 }).describe('the default unit price, in cents of amount_currency: Decimal(12,4)'),
+  amount_currency: currencyCode,
+  description: z.string().max(2000).nullable(),
+  invoice_display_name: z.string().max(255).nullable(),
+};
+
+const createAddOnBody = z.strictObject({
+  code,
+  name: addOnFields.name,
+  amount_cents: addOnFields.amount_cents,
+  amount_currency: addOnFields.amount_currency.default('USD'),
+  description: addOnFields.description.optional(),
+  invoice_display_name: addOnFields.invoice_display_name.optional(),
+});
+
+const updateAddOnBody = z.strictObject({
+  code: code.optional(),
+  name: addOnFields.name.optional(),
+  amount_cents: addOnFields.amount_cents.optional(),
+  amount_currency: addOnFields.amount_currency.optional(),
+  description: addOnFields.description.optional(),
+  invoice_display_name: addOnFields.invoice_display_name.optional(),
+});
+
+export const addOnResource = z
+  .object({
+    id: z.string(),
+    organization_id: z.string(),
+    code: z.string(),
+    name: z.string(),
+    amount_cents: decimal4,
+    amount_currency: z.string(),
+    description: z.string().nullable(),
+    invoice_display_name: z.string().nullable(),
+    deleted_at: nullableTimestamp,
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .meta({ id: 'AddOn' });
+
+export function toAddOn(doc: AddOnDoc): z.output<typeof addOnResource> {
+  return {
+    id: doc._id,
+    organization_id: doc.organization_id,
+    code: doc.code,
+    name: doc.name,
+    amount_cents: d4(doc.amount_cents),
+    amount_currency: doc.amount_currency,
+    description: doc.description ?? null,
+    invoice_display_name: doc.invoice_display_name ?? null,
+    deleted_at: iso(doc.deleted_at),
+    created_at: iso(doc.created_at),
+    updated_at: iso(doc.updated_at),
+  };
+}
+
+const what = { name: 'Add-on', code: 'add_on_not_found' };
+
+// POST /v1/add_ons/apply creates an invoice and belongs with the invoices.
+export const addOnRoutes: FastifyPluginAsyncZod = async (app) => {
+  const { AddOn } = app.deps.db.models;
+  const tags = ['add-ons'];
+
+  app.post(
+    '/add_ons',
+    { schema: { tags, summary: 'Create an add-on (a one-off charge)', body: createAddOnBody, response: responses({ 201: addOnResource }) } },
+    async (request, reply) => {
+      const { amount_cents, ...body } = request.body;
+      const addOn = await uniqueWrite(
+        () => AddOn.create({ ...body, amount_cents: toDecimal128(amount_cents), organization_id: request.organizationId }),
+        `An add-on with code "${body.code}" already exists`,
+      );
+      return reply.status(201).send(toAddOn(addOn.toObject()));
+    },
+  );
+
+  app.get(
+    '/add_ons',
+    {
+      schema: {
+        tags,
+        summary: 'List add-ons, newest first',
+        querystring: listQuery.extend({ amount_currency: currencyCode.optional() }),
+        response: responses({ 200: z.array(addOnResource) }),
+      },
+    },
+    async (request, reply) => {
+      const { skip, limit, amount_currency } = request.query;
+      const filter: Record<string, unknown> = live(request.organizationId);
+      if (amount_currency !== undefined) filter.amount_currency = amount_currency;
+      return listPage(reply, AddOn, filter, { skip, limit }, toAddOn);
+    },
+  );
+
+  app.get(
+    '/add_ons/:id',
+    { schema: { tags, summary: 'Get an add-on by id or code', params: idParams, response: responses({ 200: addOnResource }) } },
+    async (request) => toAddOn(await findByIdOrCode(AddOn, request.organizationId, request.params.id, what)),
+  );
+
+  app.put(
+    '/add_ons/:id',
+    {
+      schema: { tags, summary: 'Update an add-on', params: idParams, body: updateAddOnBody, response: responses({ 200: addOnResource }) },
+    },
+    async (request) => {
+      const organizationId = request.organizationId;
+      const current = await findByIdOrCode(AddOn, organizationId, request.params.id, what);
+      const { amount_cents, ...rest } = request.body;
+      const changes: Record<string, unknown> = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
+      if (amount_cents !== undefined) changes.amount_cents = toDecimal128(amount_cents);
+      const updated = await uniqueWrite(
+        () => AddOn.findOneAndUpdate({ _id: current._id, ...live(organizationId) }, { $set: changes }, { returnDocument: 'after' }).lean(),
+        `An add-on with code "${String(rest.code)}" already exists`,
+      );
+      if (!updated) throw new NotFound('Add-on not found', what.code);
+      return toAddOn(updated);
+    },
+  );
+
+  app.delete(
+    '/add_ons/:id',
+    { schema: { tags, summary: 'Delete an add-on (soft)', params: idParams, response: responses({ 200: addOnResource }) } },
+    async (request) => {
+      const organizationId = request.organizationId;
+      const current = await findByIdOrCode(AddOn, organizationId, request.params.id, what);
+      const deleted = await AddOn.findOneAndUpdate(
+        { _id: current._id, ...live(organizationId) },
+        { $set: { deleted_at: app.deps.now() } },
+        { returnDocument: 'after' },
+      ).lean();
+      if (!deleted) throw new NotFound('Add-on not found', what.code);
+      return toAddOn(deleted);
+    },
+  );
+};
