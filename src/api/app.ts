@@ -10,10 +10,15 @@ import type { TemporalClient } from '../temporal/client';
 import { registerApiKeyAuth } from './plugins/auth';
 import { registerDocs } from './plugins/docs';
 import { registerErrorHandling } from './plugins/errors';
+import { commitmentRoutes } from './routes/commitments';
+import { couponRoutes } from './routes/coupons';
+import { planRoutes } from './routes/plans';
+import { usageThresholdRoutes } from './routes/usage-thresholds';
 import { addOnRoutes } from './routes/add-ons';
 import { billableMetricRoutes } from './routes/billable-metrics';
 import { customerRoutes } from './routes/customers';
 import { eventRoutes } from './routes/events';
+import { usageRoutes } from './routes/usage';
 import { healthRoutes } from './routes/health';
 import { organizationRoutes, signupRoutes } from './routes/organizations';
 import { taxRoutes } from './routes/taxes';
@@ -86,11 +91,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       registerApiKeyAuth(scope, deps.db.models, app.deps.now);
       await scope.register(organizationRoutes);
       await scope.register(customerRoutes);
+      await scope.register(planRoutes);
+      await scope.register(commitmentRoutes);
+      await scope.register(usageThresholdRoutes);
+      await scope.register(couponRoutes);
       await scope.register(billableMetricRoutes);
       await scope.register(taxRoutes);
       await scope.register(addOnRoutes);
       await scope.register(webhookRoutes);
       await scope.register(eventRoutes);
+      await scope.register(usageRoutes);
     },
     { prefix: '/v1' },
   );

@@ -117,3 +117,45 @@ describe('rate limit', () => {
     }
   });
 });
+
+describe('GET /v1/customers/{id}/current_usage', () => {
+  it('prices the current period from the daily pre-aggregate, by filter', async () => {
+    const o = await createOrganization(stack.app, { events_rate_limit_per_minute: 100_000 });
+    const c = await stack.app.inject({ method: 'POST', url: '/v1/customers', headers: o.headers, payload: { external_id: 'u1' } });
+    const m = await insertMetric(stack.db, o.id, { code: 'calls', aggregation_type: 'count', filters: [{ key: 'region', values: ['eu', 'us'] }] });
+    const { planId, chargeIds } = await insertPlan(stack.db, o.id, {
+      charges: [
+        {
+          billable_metric_id: m,
+          charge_model: 'graduated',
+          properties: { graduated_ranges: [{ from_value: 0, to_value: 2, per_unit_amount: '100', flat_amount: '0' }, { from_value: 2, to_value: null, per_unit_amount: '10', flat_amount: '0' }] },
+          filters: [{ _id: randomUUID(), values: { region: ['eu'] }, properties: { graduated_ranges: [{ from_value: 0, to_value: null, per_unit_amount: '1', flat_amount: '0' }] } }],
+        },
+      ],
+    });
+    await insertSubscription(stack.db, { organizationId: o.id, customerId: c.json<{ id: string }>().id, externalCustomerId: 'u1', planId, startedAt: new Date('2026-01-01T00:00:00Z') });
+    const now = new Date();
+    const events = [
+      { region: 'eu' }, { region: 'eu' }, { region: 'us' }, { region: 'us' }, { region: 'us' }, {},
+    ].map((properties, i) => ({ transaction_id: `u-${i}`, external_customer_id: 'u1', code: 'calls', timestamp: now.toISOString(), properties }));
+    const batch = await stack.app.inject({ method: 'POST', url: '/v1/events/batch', headers: o.headers, payload: { events } });
+    expect(batch.json().ingested).toBe(6);
+
+    const res = await stack.app.inject({ method: 'GET', url: '/v1/customers/u1/current_usage', headers: o.headers });
+    expect(res.statusCode).toBe(200);
+    const usage = res.json();
+    // eu: 2 events at 1 cent each = 2; default bucket (us x3 + no region x1 = 4): 2 x 100 + 2 x 10 = 220.
+    expect(usage.charges).toEqual([
+      {
+        charge_id: chargeIds[0],
+        billable_metric_code: 'calls',
+        charge_model: 'graduated',
+        units: '6.0000',
+        events_count: 6,
+        amount_cents: '222.0000',
+        filters: [{ values: { region: ['eu'] }, units: '2.0000', events_count: 2, amount_cents: '2.0000' }],
+      },
+    ]);
+    expect(usage).toMatchObject({ amount_cents: '222.0000', taxes_amount_cents: '0.0000', total_amount_cents: '222.0000', currency: 'USD' });
+  });
+});

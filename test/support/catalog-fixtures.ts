@@ -2,6 +2,7 @@
 // depend on the catalog routes. Shapes follow the collections' contracts (src/usage/catalog-view.ts).
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../src/db';
+import type { SubscriptionStatus } from '../../src/db/models/subscription';
 
 export async function insertMetric(db: Db, organizationId: string, metric: Record<string, unknown>): Promise<string> {
   const _id = randomUUID();
@@ -61,7 +62,7 @@ export async function insertPlan(
 
 export async function insertSubscription(
   db: Db,
-  s: { organizationId: string; customerId: string; externalCustomerId: string; planId: string; startedAt: Date; externalId?: string; status?: string },
+  s: { organizationId: string; customerId: string; externalCustomerId: string; planId: string; startedAt: Date; externalId?: string; status?: SubscriptionStatus; billingTime?: 'calendar' | 'anniversary'; timezone?: string },
 ): Promise<string> {
   const doc = await db.models.Subscription.create({
     organization_id: s.organizationId,
@@ -70,6 +71,7 @@ export async function insertSubscription(
     external_id: s.externalId ?? `sub-${randomUUID().slice(0, 8)}`,
     plan_id: s.planId,
     status: s.status ?? 'active',
+    billing_time: s.billingTime ?? 'calendar',
     started_at: s.startedAt,
   });
   return doc._id;

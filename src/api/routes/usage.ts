@@ -1,0 +1,141 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { SubscriptionDoc } from '../../db/models/subscription';
+import { FULL_PERIOD } from '../../domain/charges';
+import { sum, toDecimal4String } from '../../domain/money';
+import { countDays, fullPeriodDays, periodContaining } from '../../domain/periods';
+import { computeFeeTaxes } from '../../domain/taxes';
+import { NotFound, Validation } from '../../errors';
+import { CatalogView } from '../../usage/catalog-view';
+import { computeChargeUsage } from '../../usage/period-usage';
+import { loadTaxSets } from '../../usage/tax-sets';
+import { decimal4 } from '../decimal';
+import { idParams, iso, responses, timestamp } from '../http';
+import { customerLookup } from './customers';
+
+const usageAmounts = { units: decimal4, events_count: z.number().int(), amount_cents: decimal4 };
+
+export const currentUsageResource = z
+  .object({
+    customer_id: z.string(),
+    subscription_id: z.string(),
+    currency: z.string(),
+    from_datetime: timestamp,
+    to_datetime: timestamp,
+    amount_cents: decimal4,
+    taxes_amount_cents: decimal4,
+    total_amount_cents: decimal4,
+    charges: z.array(
+      z.object({
+        charge_id: z.string(),
+        billable_metric_code: z.string(),
+        charge_model: z.string(),
+        ...usageAmounts,
+        filters: z.array(z.object({ values: z.record(z.string(), z.array(z.string())), ...usageAmounts })),
+      }),
+    ),
+  })
+  .meta({ id: 'CurrentUsage' });
+
+export const usageRoutes: FastifyPluginAsyncZod = async (app) => {
+  const { db } = app.deps;
+  const catalog = new CatalogView(db);
+
+  app.get(
+    '/customers/:id/current_usage',
+    {
+      schema: {
+        tags: ['customers', 'usage'],
+        summary: "The customer's usage of a subscription's current period, priced",
+        description: 'subscription_id (id or external_id) may be left out when the customer has one active subscription.',
+        params: idParams,
+        querystring: z.strictObject({ subscription_id: z.string().min(1).max(255).optional() }),
+        response: responses({ 200: currentUsageResource }),
+      },
+    },
+    async (request) => {
+      const { Customer, Organization, Subscription } = db.models;
+      const customer = await Customer.findOne(customerLookup(request.organizationId, request.params.id)).lean();
+      if (!customer) throw new NotFound('Customer not found', 'customer_not_found');
+      const wanted = request.query.subscription_id;
+      const candidates = await Subscription.find({
+        organization_id: request.organizationId,
+        customer_id: customer._id,
+        status: 'active',
+        ...(wanted ? { $or: [{ _id: wanted }, { external_id: wanted }] } : {}),
+      }).lean<SubscriptionDoc[]>();
+      if (candidates.length === 0) throw new NotFound(wanted ? 'Subscription not found' : 'The customer has no active subscription', 'subscription_not_found');
+      if (candidates.length > 1) {
+        throw Validation.field('subscription_id', `is required: the customer has ${candidates.length} active subscriptions`);
+      }
+      const subscription = candidates[0]!;
+      const [organization, plans] = await Promise.all([
+        Organization.findById(request.organizationId, { timezone: 1 }).lean(),
+        catalog.plansById([subscription.plan_id], { fresh: true }),
+      ]);
+      const plan = plans.get(subscription.plan_id);
+      if (!plan) throw new NotFound('Plan not found', 'plan_not_found');
+      const timezone = customer.timezone ?? organization?.timezone ?? 'UTC';
+      const now = app.deps.now();
+
+      const schedule = { interval: plan.interval, billingTime: subscription.billing_time, anchor: subscription.started_at, timezone };
+      const period =
+        subscription.current_period_started_at && subscription.current_period_ending_at
+          ? { from: subscription.current_period_started_at, to: subscription.current_period_ending_at }
+          : periodContaining({ ...schedule, at: now < subscription.started_at ? subscription.started_at : now });
+      // Usage during a trial is not billed: the range starts when the trial ends.
+      const trialEnd = subscription.trial_period_days > 0
+        ? new Date(subscription.started_at.getTime() + subscription.trial_period_days * 86_400_000)
+        : null;
+      const from = trialEnd && trialEnd > period.from ? (trialEnd < period.to ? trialEnd : period.to) : period.from;
+      const periodDays = fullPeriodDays({ ...schedule, at: period.from });
+      const usedDays = from < period.to ? countDays(from, period.to, timezone) : 0;
+      const proration = usedDays === periodDays ? FULL_PERIOD : { usedDays: Math.max(usedDays, 1), periodDays };
+
+      const metrics = await catalog.metricsById(request.organizationId, [...new Set(plan.charges.map((c) => c.billable_metric_id))]);
+      const [usage, taxSets] = await Promise.all([
+        computeChargeUsage(db, plan, metrics, {
+          subscriptionId: subscription._id,
+          organizationId: request.organizationId,
+          from,
+          to: period.to,
+          subscriptionStartedAt: subscription.started_at,
+          timezone,
+          now,
+          proration,
+        }),
+        loadTaxSets(db, { organizationId: request.organizationId, customerId: customer._id, planId: plan._id, chargeIds: plan.charges.map((c) => c._id) }),
+      ]);
+
+      const charges = usage.map(({ charge, metric, aggregations, fees }) => ({
+        charge_id: charge._id,
+        billable_metric_code: metric.code,
+        charge_model: charge.charge_model,
+        units: toDecimal4String(fees.units),
+        events_count: fees.eventsCount,
+        amount_cents: toDecimal4String(fees.amount),
+        filters: charge.filters.map((filter, i) => ({
+          values: filter.values,
+          units: toDecimal4String(aggregations.filters[i]!.units),
+          events_count: aggregations.filters[i]!.eventsCount,
+          amount_cents: toDecimal4String(fees.filters[i]!.amount),
+        })),
+      }));
+      const amount = sum(usage.map((u) => u.fees.amount));
+      const taxes = sum(
+        usage.map((u) => computeFeeTaxes({ fee_type: 'charge', charge_id: u.charge._id, amount_cents: u.fees.amount }, taxSets).taxes_amount_cents),
+      );
+      return {
+        customer_id: customer._id,
+        subscription_id: subscription._id,
+        currency: plan.currency,
+        from_datetime: iso(from),
+        to_datetime: iso(period.to),
+        amount_cents: toDecimal4String(amount),
+        taxes_amount_cents: toDecimal4String(taxes),
+        total_amount_cents: toDecimal4String(amount.plus(taxes)),
+        charges,
+      };
+    },
+  );
+};

@@ -1,0 +1,169 @@
+// A subscription's usage of its plan's charges over a range of time, priced by the engine. Used
+// by current usage now, and by invoice generation at period ends.
+//
+// Where it reads: for metrics whose daily roll-up is exact (count, sum, max, custom sums) and
+// charge models that need only the units, the daily_usage rows of the whole local days in the
+// range, plus raw events for a partial first day (a subscription or trial starting mid-day).
+// Everything else reads the range's raw events.
+import type Decimal from 'decimal.js';
+import type { Db } from '../db';
+import { fromDecimal128 } from '../api/decimal';
+import { aggregate, aggregateDailyRows, carriesOver, dailyRollUpSupport } from '../domain/aggregation';
+import { matchingFilterIndex } from '../domain/charge-filters';
+import { type ChargeFees, computeChargeFees, FULL_PERIOD, type ProrationRatio } from '../domain/charges';
+import { Dec } from '../domain/money';
+import { startOfLocalDay, startOfNextLocalDay } from '../domain/periods';
+import type { AggregationResult, UsageEvent } from '../domain/usage-types';
+import type { ChargeView, MetricView, PlanView } from './catalog-view';
+import { localDate } from './ingest';
+
+export interface ChargeUsage {
+  charge: ChargeView;
+  metric: MetricView;
+  aggregations: { default: AggregationResult; filters: AggregationResult[] };
+  fees: ChargeFees;
+}
+
+export interface UsageRange {
+  subscriptionId: string;
+  organizationId: string;
+  /** Inclusive start (the period start, or the trial end). */
+  from: Date;
+  /** Exclusive end (the period end). */
+  to: Date;
+  /** The subscription's start: recurring metrics count every event since then. */
+  subscriptionStartedAt: Date;
+  timezone: string;
+  /** For weighted_sum of the current period: integrate up to now. */
+  now?: Date;
+  proration?: ProrationRatio;
+}
+
+/** Charge models that price from per-event values or event properties, not units alone. */
+function needsEvents(charge: ChargeView): boolean {
+  if (charge.charge_model === 'dynamic') return true;
+  if (charge.charge_model === 'percentage') {
+    const p = charge.properties;
+    return ['fixed_amount', 'free_units_per_events', 'per_transaction_min_amount', 'per_transaction_max_amount'].some(
+      (key) => p[key] !== undefined && p[key] !== null,
+    );
+  }
+  return false;
+}
+
+function emptyAggregation(): AggregationResult {
+  return { units: new Dec(0), eventsCount: 0, perEventValues: [], events: [] };
+}
+
+export async function computeChargeUsage(db: Db, plan: PlanView, metrics: Map<string, MetricView>, range: UsageRange): Promise<ChargeUsage[]> {
+  return Promise.all(
+    plan.charges.map(async (charge) => {
+      const metric = metrics.get(charge.billable_metric_id);
+      if (!metric) throw new Error(`billable metric ${charge.billable_metric_id} of charge ${charge._id} not found`);
+      const from = carriesOver(metric) ? range.subscriptionStartedAt : range.from;
+      const useDaily = dailyRollUpSupport(metric).exact && !needsEvents(charge);
+      const aggregations = useDaily
+        ? await fromDailyRows(db, charge, metric, { ...range, from })
+        : await fromEvents(db, charge, metric, { ...range, from });
+      const fees = computeChargeFees(
+        {
+          charge_model: charge.charge_model,
+          properties: charge.properties,
+          min_amount_cents: fromDecimal128(charge.min_amount_cents)?.toString() ?? null,
+          max_amount_cents: fromDecimal128(charge.max_amount_cents)?.toString() ?? null,
+        },
+        {
+          default: aggregations.default,
+          filters: charge.filters.map((f, i) => ({ properties: f.properties, aggregation: aggregations.filters[i]! })),
+        },
+        range.proration ?? FULL_PERIOD,
+      );
+      return { charge, metric, aggregations, fees };
+    }),
+  );
+}
+
+function bucketOf(charge: ChargeView, properties: Record<string, unknown>): number | null {
+  return matchingFilterIndex(charge.filters, properties);
+}
+
+async function loadEvents(db: Db, range: UsageRange, metric: MetricView, from: Date, to: Date): Promise<UsageEvent[]> {
+  const docs = await db.models.Event.collection
+    .find(
+      {
+        organization_id: range.organizationId,
+        subscription_ids: range.subscriptionId,
+        billable_metric_id: metric._id,
+        timestamp: { $gte: from, $lt: to },
+      },
+      { projection: { transaction_id: 1, timestamp: 1, properties: 1 } },
+    )
+    .toArray();
+  return docs.map((d) => ({ transactionId: d.transaction_id as string, timestamp: d.timestamp as Date, properties: (d.properties ?? {}) as Record<string, unknown> }));
+}
+
+async function fromEvents(db: Db, charge: ChargeView, metric: MetricView, range: UsageRange) {
+  const events = await loadEvents(db, range, metric, range.from, range.to);
+  const buckets: UsageEvent[][] = charge.filters.map(() => []);
+  const fallback: UsageEvent[] = [];
+  for (const event of events) {
+    const index = bucketOf(charge, event.properties);
+    (index === null ? fallback : buckets[index]!).push(event);
+  }
+  const context = { from: range.from, to: range.to, ...(range.now ? { now: range.now } : {}) };
+  return {
+    default: aggregate(metric, fallback, context),
+    filters: buckets.map((list) => aggregate(metric, list, context)),
+  };
+}
+
+async function fromDailyRows(db: Db, charge: ChargeView, metric: MetricView, range: UsageRange) {
+  // Whole local days from the first midnight at or after `from`; a partial first day is read raw.
+  const firstMidnight = startOfLocalDay(range.from, range.timezone).getTime() === range.from.getTime()
+    ? range.from
+    : startOfNextLocalDay(range.from, range.timezone);
+  const partialEvents = firstMidnight.getTime() > range.from.getTime()
+    ? await loadEvents(db, range, metric, range.from, firstMidnight < range.to ? firstMidnight : range.to)
+    : [];
+  const rows =
+    firstMidnight < range.to
+      ? await db.models.DailyUsage.find(
+          {
+            subscription_id: range.subscriptionId,
+            billable_metric_id: metric._id,
+            usage_date: { $gte: localDate(firstMidnight, range.timezone), $lt: localDate(range.to, range.timezone) },
+          },
+          { usage_value: 1, events_count: 1, dimensions_key: 1, usage_date: 1 },
+        ).lean()
+      : [];
+
+  const rowBuckets: { usage_date: string; usage_value: Decimal; events_count: number }[][] = charge.filters.map(() => []);
+  const rowFallback: (typeof rowBuckets)[number] = [];
+  for (const row of rows) {
+    const dims = JSON.parse(row.dimensions_key || '{}') as Record<string, string>;
+    const index = bucketOf(charge, dims);
+    (index === null ? rowFallback : rowBuckets[index]!).push({
+      usage_date: row.usage_date,
+      usage_value: fromDecimal128(row.usage_value) ?? new Dec(0),
+      events_count: row.events_count,
+    });
+  }
+  // The partial day's raw events become one more daily row per bucket, so both parts combine
+  // exactly as the roll-up would (add for count/sum, max for max).
+  const partialBuckets: UsageEvent[][] = charge.filters.map(() => []);
+  const partialFallback: UsageEvent[] = [];
+  for (const event of partialEvents) {
+    const index = bucketOf(charge, event.properties);
+    (index === null ? partialFallback : partialBuckets[index]!).push(event);
+  }
+  const combine = (rowsOfBucket: (typeof rowBuckets)[number], events: UsageEvent[]): AggregationResult => {
+    const extra = events.length > 0 ? aggregate({ ...metric, rounding_function: null, rounding_precision: null }, events, { from: range.from, to: firstMidnight }) : null;
+    const all = extra && extra.eventsCount > 0 ? [...rowsOfBucket, { usage_date: 'partial', usage_value: extra.units, events_count: extra.eventsCount }] : rowsOfBucket;
+    if (all.length === 0) return emptyAggregation();
+    return { ...aggregateDailyRows(metric, all), perEventValues: [] };
+  };
+  return {
+    default: combine(rowFallback, partialFallback),
+    filters: rowBuckets.map((bucket, i) => combine(bucket, partialBuckets[i]!)),
+  };
+}
