@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 // Customers (api-contract.md "Customers"): CRUD, lookups by id and external_id, tenant isolation,
 // strict validation, immutable external_id, soft delete.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -370,7 +371,7 @@ describe('soft delete', () => {
 
     it.each(['active', 'pending'])('is refused with 400 customer_has_active_subscriptions while one is %s', async (status) => {
       const customer = await createCustomer();
-      await subscriptions().insertOne({ organization_id: org.id, customer_id: customer.id, status } as never);
+      await subscriptions().insertOne({ external_id: randomUUID(), organization_id: org.id, customer_id: customer.id, status } as never);
       const res = await api.remove(customer.id);
       expectError(res, 400, 'customer_has_active_subscriptions');
       const still = await api.get(customer.id);
@@ -382,9 +383,9 @@ describe('soft delete', () => {
       const customer = await createCustomer();
       const neighbour = await createCustomer();
       await subscriptions().insertMany([
-        { organization_id: org.id, customer_id: customer.id, status: 'terminated' },
-        { organization_id: org.id, customer_id: customer.id, status: 'canceled' },
-        { organization_id: org.id, customer_id: neighbour.id, status: 'active' },
+        { external_id: randomUUID(), organization_id: org.id, customer_id: customer.id, status: 'terminated' },
+        { external_id: randomUUID(), organization_id: org.id, customer_id: customer.id, status: 'canceled' },
+        { external_id: randomUUID(), organization_id: org.id, customer_id: neighbour.id, status: 'active' },
       ] as never[]);
       const res = await api.remove(customer.id);
       expect(res.statusCode, res.body).toBe(200);
