@@ -9,6 +9,10 @@ import { addOnSchema, type AddOnDoc } from './models/add-on';
 import { appliedTaxSchema, type AppliedTaxDoc } from './models/applied-tax';
 import { billableMetricSchema, type BillableMetricDoc } from './models/billable-metric';
 import { customerSchema, type CustomerDoc } from './models/customer';
+import { documentNumberSchema, type DocumentNumberDoc } from './models/document-number';
+import { feeSchema, type FeeDoc } from './models/fee';
+import { invoiceSchema, type InvoiceDoc } from './models/invoice';
+import { invoiceSettlementSchema, type InvoiceSettlementDoc } from './models/invoice-settlement';
 import { dailyUsageSchema, type DailyUsageDoc } from './models/daily-usage';
 import { eventSchema, type EventDoc } from './models/event';
 import { rateLimitWindowSchema, type RateLimitWindowDoc } from './models/rate-limit-window';
@@ -39,6 +43,10 @@ export interface Models {
   Event: Model<EventDoc>;
   DailyUsage: Model<DailyUsageDoc>;
   RateLimitWindow: Model<RateLimitWindowDoc>;
+  Invoice: Model<InvoiceDoc>;
+  Fee: Model<FeeDoc>;
+  InvoiceSettlement: Model<InvoiceSettlementDoc>;
+  DocumentNumber: Model<DocumentNumberDoc>;
 }
 
 export interface Db {
@@ -71,6 +79,10 @@ function bindModels(connection: Connection): Models {
     Event: connection.model<EventDoc>('Event', eventSchema),
     DailyUsage: connection.model<DailyUsageDoc>('DailyUsage', dailyUsageSchema),
     RateLimitWindow: connection.model<RateLimitWindowDoc>('RateLimitWindow', rateLimitWindowSchema),
+    Invoice: connection.model<InvoiceDoc>('Invoice', invoiceSchema),
+    Fee: connection.model<FeeDoc>('Fee', feeSchema),
+    InvoiceSettlement: connection.model<InvoiceSettlementDoc>('InvoiceSettlement', invoiceSettlementSchema),
+    DocumentNumber: connection.model<DocumentNumberDoc>('DocumentNumber', documentNumberSchema),
   };
 }
 
