@@ -1,0 +1,36 @@
+import type Decimal from 'decimal.js';
+import type { Db } from '../db';
+import { isDuplicateKeyError } from '../db';
+import type { SettlementType } from '../db/models/invoice-settlement';
+import { fromDecimal128, toDecimal128 } from '../api/decimal';
+import { Dec } from '../domain/money';
+
+/**
+ * Records that `amountCents` of an invoice was settled by a payment, a credit note or a wallet.
+ * Idempotent: (invoice, type, source) is unique, so a retried activity finds its own settlement
+ * and the amount recorded the first time stands.
+ */
+export async function recordSettlement(
+  db: Db,
+  input: { organizationId: string; invoiceId: string; type: SettlementType; sourceId: string; amountCents: Decimal },
+): Promise<{ created: boolean }> {
+  try {
+    await db.models.InvoiceSettlement.create({
+      organization_id: input.organizationId,
+      invoice_id: input.invoiceId,
+      settlement_type: input.type,
+      source_id: input.sourceId,
+      amount_cents: toDecimal128(input.amountCents),
+    });
+    return { created: true };
+  } catch (err) {
+    if (isDuplicateKeyError(err)) return { created: false };
+    throw err;
+  }
+}
+
+/** Everything settled on an invoice so far, all types together. */
+export async function settledAmount(db: Db, invoiceId: string): Promise<Decimal> {
+  const rows = await db.models.InvoiceSettlement.find({ invoice_id: invoiceId }, { amount_cents: 1 }).lean();
+  return rows.reduce((acc, r) => acc.plus(fromDecimal128(r.amount_cents) ?? 0), new Dec(0));
+}
