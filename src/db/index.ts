@@ -9,6 +9,7 @@ import { addOnSchema, type AddOnDoc } from './models/add-on';
 import { appliedTaxSchema, type AppliedTaxDoc } from './models/applied-tax';
 import { billableMetricSchema, type BillableMetricDoc } from './models/billable-metric';
 import { customerSchema, type CustomerDoc } from './models/customer';
+import { creditNoteSchema, type CreditNoteDoc } from './models/credit-note';
 import { documentNumberSchema, type DocumentNumberDoc } from './models/document-number';
 import { feeSchema, type FeeDoc } from './models/fee';
 import { invoiceSchema, type InvoiceDoc } from './models/invoice';
@@ -22,6 +23,8 @@ import { subscriptionSchema, type SubscriptionDoc } from './models/subscription'
 import { taxSchema, type TaxDoc } from './models/tax';
 import { webhookSchema, type WebhookDoc } from './models/webhook';
 import { webhookEndpointSchema, type WebhookEndpointDoc } from './models/webhook-endpoint';
+import { walletSchema, type WalletDoc } from './models/wallet';
+import { walletTransactionSchema, type WalletTransactionDoc } from './models/wallet-transaction';
 
 export interface Models {
   Organization: Model<OrganizationDoc>;
@@ -47,6 +50,9 @@ export interface Models {
   Fee: Model<FeeDoc>;
   InvoiceSettlement: Model<InvoiceSettlementDoc>;
   DocumentNumber: Model<DocumentNumberDoc>;
+  CreditNote: Model<CreditNoteDoc>;
+  Wallet: Model<WalletDoc>;
+  WalletTransaction: Model<WalletTransactionDoc>;
 }
 
 export interface Db {
@@ -83,6 +89,9 @@ function bindModels(connection: Connection): Models {
     Fee: connection.model<FeeDoc>('Fee', feeSchema),
     InvoiceSettlement: connection.model<InvoiceSettlementDoc>('InvoiceSettlement', invoiceSettlementSchema),
     DocumentNumber: connection.model<DocumentNumberDoc>('DocumentNumber', documentNumberSchema),
+    CreditNote: connection.model<CreditNoteDoc>('CreditNote', creditNoteSchema),
+    Wallet: connection.model<WalletDoc>('Wallet', walletSchema),
+    WalletTransaction: connection.model<WalletTransactionDoc>('WalletTransaction', walletTransactionSchema),
   };
 }
 

@@ -1,0 +1,68 @@
+import { Schema, type Types } from 'mongoose';
+import { collectionOptions, Decimal128, uuidId, type BaseDoc } from '../base';
+
+export type WalletStatusValue = 'active' | 'terminated';
+
+/**
+ * A prepaid wallet of a customer. Its walletWorkflow (`wallet/<id>`) owns the status (expiry and
+ * termination); the balance is shared by every invoice finalization of the customer, so it only
+ * ever changes through one atomic findOneAndUpdate guarded by the status, the balance and the
+ * transaction id not yet applied (src/billing/wallets.ts).
+ */
+export interface WalletDoc extends BaseDoc {
+  organization_id: string;
+  customer_id: string;
+  name: string | null;
+  code: string | null;
+  /**
+   * What makes "at most one active wallet per (customer, code)" a unique index without partial
+   * indexes (the MongoDB stand-in has none): `code:<code>` while the wallet is active and has a
+   * code, the wallet's own id otherwise. Termination moves it to the id in the same update, which
+   * frees the code for a new wallet. Never shown by the API.
+   */
+  code_slot: string;
+  currency: string;
+  status: WalletStatusValue;
+  /** Value of one credit in currency units; balance_cents = credits x rate_amount x 100. */
+  rate_amount: Types.Decimal128;
+  credits_balance: Types.Decimal128;
+  /** In minor units (cents) of the currency. */
+  balance_cents: Types.Decimal128;
+  /** 1 is consumed first, 50 last. */
+  priority: number;
+  expiration_at: Date | null;
+  terminated_at: Date | null;
+  /** Idempotency markers: the ids of the wallet transactions whose balance change is applied. */
+  applied_transaction_ids: string[];
+}
+
+export const walletSchema = new Schema<WalletDoc>(
+  {
+    _id: uuidId,
+    organization_id: { type: String, required: true },
+    customer_id: { type: String, required: true },
+    name: { type: String, default: null },
+    code: { type: String, default: null },
+    code_slot: { type: String, required: true },
+    currency: { type: String, required: true },
+    status: { type: String, enum: ['active', 'terminated'], default: 'active' },
+    rate_amount: { type: Decimal128, required: true },
+    credits_balance: { type: Decimal128, required: true },
+    balance_cents: { type: Decimal128, required: true },
+    priority: { type: Number, default: 1, min: 1, max: 50 },
+    expiration_at: { type: Date, default: null },
+    terminated_at: { type: Date, default: null },
+    applied_transaction_ids: { type: [String], default: [] },
+  },
+  collectionOptions<WalletDoc>('wallets'),
+);
+
+export function walletCodeSlot(walletId: string, code: string | null | undefined): string {
+  return code ? `code:${code}` : walletId;
+}
+
+// At most one active wallet per (customer, code); see code_slot.
+walletSchema.index({ organization_id: 1, customer_id: 1, code_slot: 1 }, { unique: true });
+// Consumption: the customer's active wallets in one currency.
+walletSchema.index({ organization_id: 1, customer_id: 1, status: 1, currency: 1 });
+walletSchema.index({ organization_id: 1, created_at: -1, _id: -1 });
