@@ -1,0 +1,152 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { COMMITMENT_TYPES, type CommitmentDoc } from '../../db/models/commitment';
+import { NotFound } from '../../errors';
+import { listPage, uniqueWrite } from '../catalog';
+import { d4, decimal4, decimalInput, toDecimal128 } from '../decimal';
+import { idParams, iso, listQuery, responses, timestamp } from '../http';
+import { findPlan } from './plans';
+
+const commitmentFields = {
+  commitment_type: z.enum(COMMITMENT_TYPES),
+  amount_cents: decimalInput({ min: 0 })
+    .refine((v) => v.gt(0), 'must be greater than 0')
+    .describe("the minimum of the period's usage charges, in cents of the plan's currency: Decimal(12,4)"),
+  invoice_display_name: z.string().max(255).nullable(),
+};
+
+const createCommitmentBody = z.strictObject({
+  commitment_type: commitmentFields.commitment_type.default('minimum_commitment'),
+  amount_cents: commitmentFields.amount_cents,
+  invoice_display_name: commitmentFields.invoice_display_name.optional(),
+});
+
+const updateCommitmentBody = z.strictObject({
+  commitment_type: commitmentFields.commitment_type.optional(),
+  amount_cents: commitmentFields.amount_cents.optional(),
+  invoice_display_name: commitmentFields.invoice_display_name.optional(),
+});
+
+export const commitmentResource = z
+  .object({
+    id: z.string(),
+    organization_id: z.string(),
+    plan_id: z.string(),
+    commitment_type: z.enum(COMMITMENT_TYPES),
+    amount_cents: decimal4,
+    invoice_display_name: z.string().nullable(),
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .meta({ id: 'Commitment' });
+
+export function toCommitment(doc: CommitmentDoc): z.output<typeof commitmentResource> {
+  return {
+    id: doc._id,
+    organization_id: doc.organization_id,
+    plan_id: doc.plan_id,
+    commitment_type: doc.commitment_type,
+    amount_cents: d4(doc.amount_cents),
+    invoice_display_name: doc.invoice_display_name ?? null,
+    created_at: iso(doc.created_at),
+    updated_at: iso(doc.updated_at),
+  };
+}
+
+// The specification's Commitment: a plan's minimum spend, one per plan. Deleting it removes the
+// document (it has no life of its own beyond the plan).
+export const commitmentRoutes: FastifyPluginAsyncZod = async (app) => {
+  const { Commitment, Plan } = app.deps.db.models;
+  const tags = ['plans'];
+
+  /** A commitment of the organization whose plan is live (a deleted plan's commitment is gone too). */
+  async function findCommitment(organizationId: string, id: string): Promise<CommitmentDoc> {
+    const commitment = await Commitment.findOne({ _id: id, organization_id: organizationId }).lean();
+    const planIsLive = commitment
+      ? await Plan.exists({ _id: commitment.plan_id, organization_id: organizationId, deleted_at: null })
+      : null;
+    if (!commitment || !planIsLive) throw new NotFound('Commitment not found', 'commitment_not_found');
+    return commitment;
+  }
+
+  app.post(
+    '/plans/:id/commitments',
+    {
+      schema: {
+        tags,
+        summary: "Set the plan's minimum commitment (one per plan)",
+        params: idParams,
+        body: createCommitmentBody,
+        response: responses({ 201: commitmentResource }),
+      },
+    },
+    async (request, reply) => {
+      const organizationId = request.organizationId;
+      const plan = await findPlan(app, organizationId, request.params.id);
+      const { amount_cents, ...body } = request.body;
+      const commitment = await uniqueWrite(
+        () => Commitment.create({ ...body, amount_cents: toDecimal128(amount_cents), plan_id: plan._id, organization_id: organizationId }),
+        `The plan "${plan.code}" already has a commitment; change it with PUT /v1/commitments/{id}`,
+      );
+      return reply.status(201).send(toCommitment(commitment.toObject()));
+    },
+  );
+
+  app.get(
+    '/plans/:id/commitments',
+    {
+      schema: {
+        tags,
+        summary: "List the plan's commitments (at most one)",
+        params: idParams,
+        querystring: listQuery,
+        response: responses({ 200: z.array(commitmentResource) }),
+      },
+    },
+    async (request, reply) => {
+      const organizationId = request.organizationId;
+      const plan = await findPlan(app, organizationId, request.params.id);
+      const { skip, limit } = request.query;
+      return listPage(reply, Commitment, { organization_id: organizationId, plan_id: plan._id }, { skip, limit }, toCommitment);
+    },
+  );
+
+  app.put(
+    '/commitments/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Update a commitment',
+        params: idParams,
+        body: updateCommitmentBody,
+        response: responses({ 200: commitmentResource }),
+      },
+    },
+    async (request) => {
+      const organizationId = request.organizationId;
+      const current = await findCommitment(organizationId, request.params.id);
+      const { amount_cents, ...rest } = request.body;
+      const changes: Record<string, unknown> = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
+      if (amount_cents !== undefined) changes.amount_cents = toDecimal128(amount_cents);
+      const updated = await Commitment.findOneAndUpdate(
+        { _id: current._id, organization_id: organizationId },
+        { $set: changes },
+        { returnDocument: 'after' },
+      ).lean();
+      if (!updated) throw new NotFound('Commitment not found', 'commitment_not_found');
+      return toCommitment(updated);
+    },
+  );
+
+  app.delete(
+    '/commitments/:id',
+    { schema: { tags, summary: 'Remove a commitment', params: idParams, response: responses({ 200: commitmentResource }) } },
+    async (request) => {
+      const organizationId = request.organizationId;
+      const current = await findCommitment(organizationId, request.params.id);
+      const deleted = await Commitment.findOneAndDelete({ _id: current._id, organization_id: organizationId }).lean();
+      if (!deleted) throw new NotFound('Commitment not found', 'commitment_not_found');
+      return toCommitment(deleted);
+    },
+  );
+};

@@ -1,0 +1,119 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { UsageThresholdDoc } from '../../db/models/usage-threshold';
+import { NotFound } from '../../errors';
+import { listPage, uniqueWrite } from '../catalog';
+import { d4, decimal4, decimalInput, toDecimal128 } from '../decimal';
+import { idParams, iso, listQuery, responses, timestamp } from '../http';
+import { findPlan } from './plans';
+
+const createThresholdBody = z.strictObject({
+  amount_cents: decimalInput({ min: 0 })
+    .refine((v) => v.gt(0), 'must be greater than 0')
+    .describe("usage above this amount (cents of the plan's currency) is invoiced at once: Decimal(12,4)"),
+  recurring: z.boolean().default(false).describe('repeat every amount_cents after the last fixed threshold (one per plan)'),
+  threshold_display_name: z.string().max(255).nullable().optional(),
+});
+
+export const usageThresholdResource = z
+  .object({
+    id: z.string(),
+    organization_id: z.string(),
+    plan_id: z.string(),
+    amount_cents: decimal4,
+    recurring: z.boolean(),
+    threshold_display_name: z.string().nullable(),
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .meta({ id: 'UsageThreshold' });
+
+export function toUsageThreshold(doc: UsageThresholdDoc): z.output<typeof usageThresholdResource> {
+  return {
+    id: doc._id,
+    organization_id: doc.organization_id,
+    plan_id: doc.plan_id,
+    amount_cents: d4(doc.amount_cents),
+    recurring: doc.recurring,
+    threshold_display_name: doc.threshold_display_name ?? null,
+    created_at: iso(doc.created_at),
+    updated_at: iso(doc.updated_at),
+  };
+}
+
+// Progressive billing thresholds of a plan. A plan has at most one recurring threshold, and its
+// fixed thresholds have distinct amounts (a second one at the same amount could never trigger
+// anything): both are unique rules, so both are 409.
+export const usageThresholdRoutes: FastifyPluginAsyncZod = async (app) => {
+  const { Plan, UsageThreshold } = app.deps.db.models;
+  const tags = ['plans'];
+
+  app.post(
+    '/plans/:id/usage_thresholds',
+    {
+      schema: {
+        tags,
+        summary: 'Add a usage threshold (progressive billing) to a plan',
+        params: idParams,
+        body: createThresholdBody,
+        response: responses({ 201: usageThresholdResource }),
+      },
+    },
+    async (request, reply) => {
+      const organizationId = request.organizationId;
+      const plan = await findPlan(app, organizationId, request.params.id);
+      const { amount_cents, recurring, threshold_display_name } = request.body;
+      const amount = amount_cents.toFixed(4);
+      const threshold = await uniqueWrite(
+        () =>
+          UsageThreshold.create({
+            organization_id: organizationId,
+            plan_id: plan._id,
+            amount_cents: toDecimal128(amount_cents),
+            recurring,
+            threshold_display_name: threshold_display_name ?? null,
+            uniqueness_key: recurring ? 'recurring' : `amount:${amount}`,
+          }),
+        recurring
+          ? `The plan "${plan.code}" already has a recurring usage threshold`
+          : `The plan "${plan.code}" already has a usage threshold of ${amount} cents`,
+      );
+      return reply.status(201).send(toUsageThreshold(threshold.toObject()));
+    },
+  );
+
+  app.get(
+    '/plans/:id/usage_thresholds',
+    {
+      schema: {
+        tags,
+        summary: "List the plan's usage thresholds, newest first",
+        params: idParams,
+        querystring: listQuery,
+        response: responses({ 200: z.array(usageThresholdResource) }),
+      },
+    },
+    async (request, reply) => {
+      const organizationId = request.organizationId;
+      const plan = await findPlan(app, organizationId, request.params.id);
+      const { skip, limit } = request.query;
+      return listPage(reply, UsageThreshold, { organization_id: organizationId, plan_id: plan._id }, { skip, limit }, toUsageThreshold);
+    },
+  );
+
+  app.delete(
+    '/usage_thresholds/:id',
+    { schema: { tags, summary: 'Remove a usage threshold', params: idParams, response: responses({ 200: usageThresholdResource }) } },
+    async (request) => {
+      const organizationId = request.organizationId;
+      const threshold = await UsageThreshold.findOne({ _id: request.params.id, organization_id: organizationId }).lean();
+      const planIsLive = threshold
+        ? await Plan.exists({ _id: threshold.plan_id, organization_id: organizationId, deleted_at: null })
+        : null;
+      if (!threshold || !planIsLive) throw new NotFound('Usage threshold not found', 'usage_threshold_not_found');
+      const deleted = await UsageThreshold.findOneAndDelete({ _id: threshold._id, organization_id: organizationId }).lean();
+      if (!deleted) throw new NotFound('Usage threshold not found', 'usage_threshold_not_found');
+      return toUsageThreshold(deleted);
+    },
+  );
+};
