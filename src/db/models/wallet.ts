@@ -34,6 +34,23 @@ export interface WalletDoc extends BaseDoc {
   terminated_at: Date | null;
   /** Idempotency markers: the ids of the wallet transactions whose balance change is applied. */
   applied_transaction_ids: string[];
+  /**
+   * Balance changes applied but whose wallet_transactions record is not written yet. Pushed by the
+   * same atomic update that changes the balance and pulled once the record exists, so a crash in
+   * between loses nothing: the next write on the wallet (or a retry) records it from here.
+   */
+  pending_transactions: PendingWalletTransaction[];
+}
+
+export interface PendingWalletTransaction {
+  id: string;
+  transaction_type: 'inbound' | 'outbound';
+  status: 'granted' | 'purchased' | 'voided' | 'invoiced';
+  source: 'manual' | 'interval' | 'threshold';
+  amount: Types.Decimal128;
+  credit_amount: Types.Decimal128;
+  invoice_id: string | null;
+  created_at: Date;
 }
 
 export const walletSchema = new Schema<WalletDoc>(
@@ -53,6 +70,24 @@ export const walletSchema = new Schema<WalletDoc>(
     expiration_at: { type: Date, default: null },
     terminated_at: { type: Date, default: null },
     applied_transaction_ids: { type: [String], default: [] },
+    pending_transactions: {
+      type: [
+        new Schema<PendingWalletTransaction>(
+          {
+            id: { type: String, required: true },
+            transaction_type: { type: String, required: true },
+            status: { type: String, required: true },
+            source: { type: String, required: true },
+            amount: { type: Decimal128, required: true },
+            credit_amount: { type: Decimal128, required: true },
+            invoice_id: { type: String, default: null },
+            created_at: { type: Date, required: true },
+          },
+          { _id: false },
+        ),
+      ],
+      default: [],
+    },
   },
   collectionOptions<WalletDoc>('wallets'),
 );
