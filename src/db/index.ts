@@ -9,6 +9,7 @@ import { addOnSchema, type AddOnDoc } from './models/add-on';
 import { appliedTaxSchema, type AppliedTaxDoc } from './models/applied-tax';
 import { billableMetricSchema, type BillableMetricDoc } from './models/billable-metric';
 import { customerSchema, type CustomerDoc } from './models/customer';
+import { creditNoteSchema, type CreditNoteDoc } from './models/credit-note';
 import { documentNumberSchema, type DocumentNumberDoc } from './models/document-number';
 import { feeSchema, type FeeDoc } from './models/fee';
 import { invoiceSchema, type InvoiceDoc } from './models/invoice';
@@ -49,6 +50,7 @@ export interface Models {
   Fee: Model<FeeDoc>;
   InvoiceSettlement: Model<InvoiceSettlementDoc>;
   DocumentNumber: Model<DocumentNumberDoc>;
+  CreditNote: Model<CreditNoteDoc>;
   Wallet: Model<WalletDoc>;
   WalletTransaction: Model<WalletTransactionDoc>;
 }
@@ -87,6 +89,7 @@ function bindModels(connection: Connection): Models {
     Fee: connection.model<FeeDoc>('Fee', feeSchema),
     InvoiceSettlement: connection.model<InvoiceSettlementDoc>('InvoiceSettlement', invoiceSettlementSchema),
     DocumentNumber: connection.model<DocumentNumberDoc>('DocumentNumber', documentNumberSchema),
+    CreditNote: connection.model<CreditNoteDoc>('CreditNote', creditNoteSchema),
     Wallet: connection.model<WalletDoc>('Wallet', walletSchema),
     WalletTransaction: connection.model<WalletTransactionDoc>('WalletTransaction', walletTransactionSchema),
   };
