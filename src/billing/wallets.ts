@@ -323,6 +323,46 @@ export async function consumeWalletsForInvoice(
   input: ConsumeWalletsInput,
   emit?: Pick<EmitDeps, 'temporal'>,
 ): Promise<{ totalCents: Decimal; consumptions: WalletConsumption[] }> {
+  // Attempts for the same invoice take turns (see WalletConsumptionLeaseDoc); other invoices don't wait.
+  return withInvoiceLease(db.models, input, () => consumeUnderLease(db, input, emit));
+}
+
+/** How long a consumption may hold its invoice's lease before another attempt may take it over. */
+const LEASE_MS = 60_000;
+
+async function withInvoiceLease<T>(models: Models, input: ConsumeWalletsInput, work: () => Promise<T>): Promise<T> {
+  const { WalletConsumptionLease } = models;
+  const holder = newId();
+  const deadline = Date.now() + 2 * LEASE_MS;
+  for (let wait = 10; ; wait = Math.min(wait * 2, 500)) {
+    // Wall-clock time on purpose: the lease guards real concurrent processes, not billing time.
+    const now = new Date();
+    try {
+      await WalletConsumptionLease.findOneAndUpdate(
+        { _id: input.invoiceId, expires_at: { $lte: now } },
+        { $set: { holder, expires_at: new Date(now.getTime() + LEASE_MS), organization_id: input.organizationId } },
+        { upsert: true },
+      );
+      break;
+    } catch (err) {
+      // Held by a live attempt: the upsert collides with its row.
+      if (!isDuplicateKeyError(err)) throw err;
+      if (Date.now() > deadline) throw new Error(`wallet consumption for invoice ${input.invoiceId} is held by another attempt`);
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
+  try {
+    return await work();
+  } finally {
+    await WalletConsumptionLease.deleteOne({ _id: input.invoiceId, holder });
+  }
+}
+
+async function consumeUnderLease(
+  db: Db,
+  input: ConsumeWalletsInput,
+  emit?: Pick<EmitDeps, 'temporal'>,
+): Promise<{ totalCents: Decimal; consumptions: WalletConsumption[] }> {
   const { Wallet, WalletTransaction } = db.models;
   const scope = { organization_id: input.organizationId, customer_id: input.customerId };
 
@@ -370,13 +410,19 @@ export async function consumeWalletsForInvoice(
       const wallet = wallets.find((w) => w._id === walletId)!;
       const transactionId = walletConsumptionId(walletId, input.invoiceId);
       const applied = await debitWallet(db.models, wallet, transactionId, amountCents, input);
-      if (!applied) break; // the wallet changed under us: read and allocate again
-      const record = await recordPending(db.models, wallet, applied);
-      used.add(walletId);
-      consumptions.push({ walletId, amountCents, transactionId });
-      remaining = remaining.minus(amountCents);
-      records.push(record);
-      await settle(db, input, walletId, amountCents);
+      // Refused: either another attempt for this same invoice (an activity attempt still running
+      // beside its retry) consumed this wallet already, which we adopt, or the wallet changed under
+      // us: read and allocate again.
+      const record = applied ? await recordPending(db.models, wallet, applied) : await consumedMeanwhile(db.models, walletId, transactionId);
+      if (record) {
+        const consumed = fromDecimal128(record.amount)!;
+        used.add(walletId);
+        consumptions.push({ walletId, amountCents: consumed, transactionId });
+        remaining = remaining.minus(consumed);
+        records.push(record);
+        await settle(db, input, walletId, consumed);
+      }
+      if (!applied) break;
     }
   }
   // Every consumption of the invoice, earlier attempts' included (an event is emitted once by key).
@@ -385,6 +431,15 @@ export async function consumeWalletsForInvoice(
   }
   const totalCents = consumptions.reduce((acc, c) => acc.plus(c.amountCents), new Dec(0));
   return { totalCents, consumptions };
+}
+
+/** The record of a consumption another attempt applied to the wallet, or null when none did. */
+async function consumedMeanwhile(models: Models, walletId: string, transactionId: string): Promise<WalletTransactionDoc | null> {
+  const wallet = await models.Wallet.findOne({ _id: walletId, applied_transaction_ids: transactionId }).lean();
+  if (!wallet) return null;
+  const parked = wallet.pending_transactions.find((p) => p.id === transactionId);
+  if (parked) return recordPending(models, wallet, parked);
+  return models.WalletTransaction.findById(transactionId).lean();
 }
 
 async function settle(db: Db, input: ConsumeWalletsInput, walletId: string, amountCents: Decimal): Promise<void> {

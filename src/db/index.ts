@@ -25,6 +25,7 @@ import { webhookSchema, type WebhookDoc } from './models/webhook';
 import { webhookEndpointSchema, type WebhookEndpointDoc } from './models/webhook-endpoint';
 import { walletSchema, type WalletDoc } from './models/wallet';
 import { walletTransactionSchema, type WalletTransactionDoc } from './models/wallet-transaction';
+import { walletConsumptionLeaseSchema, type WalletConsumptionLeaseDoc } from './models/wallet-consumption-lease';
 
 export interface Models {
   Organization: Model<OrganizationDoc>;
@@ -53,6 +54,7 @@ export interface Models {
   CreditNote: Model<CreditNoteDoc>;
   Wallet: Model<WalletDoc>;
   WalletTransaction: Model<WalletTransactionDoc>;
+  WalletConsumptionLease: Model<WalletConsumptionLeaseDoc>;
 }
 
 export interface Db {
@@ -92,6 +94,7 @@ function bindModels(connection: Connection): Models {
     CreditNote: connection.model<CreditNoteDoc>('CreditNote', creditNoteSchema),
     Wallet: connection.model<WalletDoc>('Wallet', walletSchema),
     WalletTransaction: connection.model<WalletTransactionDoc>('WalletTransaction', walletTransactionSchema),
+    WalletConsumptionLease: connection.model<WalletConsumptionLeaseDoc>('WalletConsumptionLease', walletConsumptionLeaseSchema),
   };
 }
 

@@ -170,6 +170,21 @@ describe('consumeWalletsForInvoice', () => {
     expect(await balances(b)).toMatchObject({ cents: '4500', credits: '45' });
   });
 
+  it('concurrent attempts for the same invoice (an attempt still running beside its retry) consume each wallet once', async () => {
+    const a = await wallet(20, { priority: 1 });
+    const b = await wallet(100, { priority: 2 });
+    const invoiceId = randomUUID();
+
+    const results = await Promise.all(Array.from({ length: 6 }, () => consume(invoiceId, 7500)));
+
+    for (const r of results) expect(r.consumptions.map((c) => [c.walletId === a ? 'a' : 'b', c.amountCents.toFixed()])).toEqual([['a', '2000'], ['b', '5500']]);
+    expect(await db.models.WalletConsumptionLease.countDocuments({ _id: invoiceId })).toBe(0);
+    expect(await outbound(invoiceId)).toHaveLength(2);
+    expect(await settlements(invoiceId)).toHaveLength(2);
+    expect(await balances(a)).toMatchObject({ cents: '0', credits: '0' });
+    expect(await balances(b)).toMatchObject({ cents: '4500', credits: '45' });
+  });
+
   it('a retry after a crash between the balance change and its record writes the record and the settlement, and debits nothing again', async () => {
     const a = await wallet(50);
     const invoiceId = randomUUID();
