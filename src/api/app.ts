@@ -16,6 +16,7 @@ import { planRoutes } from './routes/plans';
 import { usageThresholdRoutes } from './routes/usage-thresholds';
 import { addOnRoutes } from './routes/add-ons';
 import { billableMetricRoutes } from './routes/billable-metrics';
+import { creditNoteRoutes } from './routes/credit-notes';
 import { customerRoutes } from './routes/customers';
 import { eventRoutes } from './routes/events';
 import { usageRoutes } from './routes/usage';
@@ -101,6 +102,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await scope.register(webhookRoutes);
       await scope.register(eventRoutes);
       await scope.register(usageRoutes);
+      await scope.register(creditNoteRoutes);
     },
     { prefix: '/v1' },
   );

@@ -1,0 +1,170 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { createCreditNote, finalizeCreditNote, toCreditNoteResource, voidCreditNote, type CreditNoteDeps } from '../../billing/credit-notes';
+import { CREDIT_NOTE_REASONS, type CreditNoteDoc } from '../../db/models/credit-note';
+import { NotFound } from '../../errors';
+import { listPage } from '../catalog';
+import { decimal4, decimalInput } from '../decimal';
+import { idParams, listQuery, nullableTimestamp, responses, timestamp } from '../http';
+
+const reference = z.string().trim().min(1).max(255);
+
+const createCreditNoteBody = z.strictObject({
+  invoice_id: reference.describe('A finalized or paid invoice of this organization'),
+  customer_id: reference.optional().describe("The invoice's customer (id or external_id); checked when given"),
+  credit_note_type: z.literal('credit').default('credit'),
+  reason: z.enum(CREDIT_NOTE_REASONS),
+  description: z.string().max(1000).nullable().optional(),
+  items: z
+    .array(
+      z.strictObject({
+        fee_id: reference.describe('A fee of the invoice'),
+        // The specification types it as an integer; fees carry 4 fractional digits, so a decimal
+        // (string or number, at most 4 fractional digits) is accepted too. Must be > 0 and at most
+        // what remains creditable on the fee (total_amount_cents - credited_amount_cents).
+        amount_cents: decimalInput().describe('cents to credit on the fee, > 0; integer, or a decimal with up to 4 fractional digits'),
+      }),
+    )
+    .min(1, 'at least one item')
+    .max(100, 'at most 100 items'),
+});
+
+export const creditNoteResource = z
+  .object({
+    id: z.string(),
+    organization_id: z.string(),
+    customer_id: z.string(),
+    invoice_id: z.string(),
+    number: z.string().describe('CN-<YYYYMMDD>-<4 digits>: the creation date in the organization time zone, per-organization daily sequence'),
+    sequential_id: z.number().int(),
+    issuing_date: z.string().describe('The creation date in the organization time zone, YYYY-MM-DD'),
+    currency: z.string(),
+    status: z.enum(['draft', 'finalized', 'voided']),
+    credit_note_type: z.literal('credit'),
+    reason: z.enum(CREDIT_NOTE_REASONS),
+    description: z.string().nullable(),
+    credit_amount_cents: decimal4,
+    balance_amount_cents: decimal4.describe('What is left to apply to later invoices of the customer'),
+    items: z.array(z.object({ id: z.string(), fee_id: z.string(), amount_cents: decimal4 })),
+    applications: z
+      .array(z.object({ invoice_id: z.string(), amount_cents: decimal4, applied_at: timestamp }))
+      .describe('Invoices the balance went to'),
+    finalized_at: nullableTimestamp,
+    voided_at: nullableTimestamp,
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .meta({ id: 'CreditNote' });
+
+export const creditNoteRoutes: FastifyPluginAsyncZod = async (app) => {
+  const { CreditNote, Customer } = app.deps.db.models;
+  const tags = ['credit_notes'];
+
+  const depsFor = (request: { log: CreditNoteDeps['log'] }): CreditNoteDeps => ({ temporal: app.deps.temporal, log: request.log });
+
+  app.post(
+    '/credit_notes',
+    {
+      schema: {
+        tags,
+        summary: 'Create a draft credit note on a finalized or paid invoice; its number is assigned now',
+        body: createCreditNoteBody,
+        response: responses({ 201: creditNoteResource }),
+      },
+    },
+    async (request, reply) => {
+      const body = request.body;
+      const note = await createCreditNote(app.deps.db, depsFor(request), {
+        organizationId: request.organizationId,
+        invoiceId: body.invoice_id,
+        customerId: body.customer_id ?? null,
+        reason: body.reason,
+        description: body.description ?? null,
+        items: body.items,
+        at: app.deps.now(),
+      });
+      return reply.status(201).send(toCreditNoteResource(note));
+    },
+  );
+
+  app.get(
+    '/credit_notes',
+    {
+      schema: {
+        tags,
+        summary: 'List credit notes, newest first',
+        querystring: listQuery.extend({
+          customer_id: reference.optional().describe('id or external_id'),
+          invoice_id: reference.optional(),
+          status: z.enum(['draft', 'finalized', 'voided']).optional(),
+        }),
+        response: responses({ 200: z.array(creditNoteResource) }),
+      },
+    },
+    async (request, reply) => {
+      const { skip, limit, customer_id, invoice_id, status } = request.query;
+      const filter: Record<string, unknown> = { organization_id: request.organizationId };
+      if (customer_id !== undefined) {
+        const customer = await Customer.findOne(
+          { organization_id: request.organizationId, $or: [{ _id: customer_id }, { external_id: customer_id }] },
+          { _id: 1 },
+        ).lean();
+        // An unknown customer (or another organization's) simply has no credit notes here.
+        filter.customer_id = customer?._id ?? customer_id;
+      }
+      if (invoice_id !== undefined) filter.invoice_id = invoice_id;
+      if (status !== undefined) filter.status = status;
+      return listPage<CreditNoteDoc, z.output<typeof creditNoteResource>>(reply, CreditNote, filter, { skip, limit }, toCreditNoteResource);
+    },
+  );
+
+  app.get(
+    '/credit_notes/:id',
+    { schema: { tags, summary: 'Get a credit note with its items', params: idParams, response: responses({ 200: creditNoteResource }) } },
+    async (request) => {
+      const note = await CreditNote.findOne({ _id: request.params.id, organization_id: request.organizationId }).lean();
+      if (!note) throw new NotFound('Credit note not found', 'credit_note_not_found');
+      return toCreditNoteResource(note);
+    },
+  );
+
+  app.post(
+    '/credit_notes/:id/finalize',
+    {
+      schema: {
+        tags,
+        summary: 'Finalize a draft credit note: its balance goes to the customer’s later invoices in its currency',
+        params: idParams,
+        response: responses({ 200: creditNoteResource }),
+      },
+    },
+    async (request) =>
+      toCreditNoteResource(
+        await finalizeCreditNote(app.deps.db, depsFor(request), {
+          organizationId: request.organizationId,
+          creditNoteId: request.params.id,
+          at: app.deps.now(),
+        }),
+      ),
+  );
+
+  app.post(
+    '/credit_notes/:id/void',
+    {
+      schema: {
+        tags,
+        summary: 'Void a draft or finalized credit note: its balance becomes 0 and the unapplied credit returns to the fees',
+        params: idParams,
+        response: responses({ 200: creditNoteResource }),
+      },
+    },
+    async (request) =>
+      toCreditNoteResource(
+        await voidCreditNote(app.deps.db, depsFor(request), {
+          organizationId: request.organizationId,
+          creditNoteId: request.params.id,
+          at: app.deps.now(),
+        }),
+      ),
+  );
+};
