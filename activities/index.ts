@@ -1,11 +1,13 @@
-import type { Models } from '../src/db';
+import type { Db } from '../src/db';
 import type { TemporalClient } from '../src/temporal/client';
 import { createDiagnosticActivities } from './diagnostics';
+import { createInvoiceActivities } from './invoices';
+import { createWalletActivities } from './wallets';
 import { createWebhookActivities } from './webhooks';
 
 /** What activities need from the outside world; tests pass real MongoDB and fake providers. */
 export interface ActivityDeps {
-  models: Models;
+  db: Db;
   /** To start the workflows an activity spawns (webhook deliveries). */
   temporal: TemporalClient;
   fetch?: typeof fetch;
@@ -15,9 +17,11 @@ export interface ActivityDeps {
 /** Every activity the worker registers, built from its dependencies (style.md). */
 export function createActivities(deps: ActivityDeps) {
   return {
-    ...createDiagnosticActivities(deps.models),
+    ...createDiagnosticActivities(deps.db.models),
+    ...createWalletActivities({ models: deps.db.models, temporal: deps.temporal }),
+    ...createInvoiceActivities(deps.db, { models: deps.db.models, temporal: deps.temporal }),
     ...createWebhookActivities({
-      models: deps.models,
+      models: deps.db.models,
       temporal: deps.temporal,
       ...(deps.fetch ? { fetch: deps.fetch } : {}),
       ...(deps.webhookAttemptTimeoutMs ? { attemptTimeoutMs: deps.webhookAttemptTimeoutMs } : {}),

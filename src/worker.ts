@@ -20,7 +20,7 @@ async function main(): Promise<void> {
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
-    activities: createActivities({ models: db.models, temporal }),
+    activities: createActivities({ db, temporal }),
   });
   console.log(`worker polling task queue "${config.TEMPORAL_TASK_QUEUE}" on ${config.TEMPORAL_ADDRESS} (${config.TEMPORAL_NAMESPACE})`);
   // The Temporal runtime turns SIGINT/SIGTERM into worker.shutdown(); run() resolves once drained.

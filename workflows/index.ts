@@ -2,3 +2,4 @@
 // type-only imports (eslint enforces it).
 export { pingWorkflow, type PingResult } from './diagnostics';
 export { webhookDeliveryWorkflow, type WebhookDeliveryInput, type WebhookDeliveryResult } from './webhook-delivery';
+export { invoiceWorkflow, type InvoiceWorkflowInput } from './invoice';

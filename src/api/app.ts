@@ -19,6 +19,7 @@ import { billableMetricRoutes } from './routes/billable-metrics';
 import { creditNoteRoutes } from './routes/credit-notes';
 import { customerRoutes } from './routes/customers';
 import { eventRoutes } from './routes/events';
+import { invoiceRoutes } from './routes/invoices';
 import { usageRoutes } from './routes/usage';
 import { healthRoutes } from './routes/health';
 import { organizationRoutes, signupRoutes } from './routes/organizations';
@@ -101,6 +102,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await scope.register(addOnRoutes);
       await scope.register(webhookRoutes);
       await scope.register(eventRoutes);
+      await scope.register(invoiceRoutes);
       await scope.register(usageRoutes);
       await scope.register(creditNoteRoutes);
     },

@@ -64,7 +64,7 @@ beforeAll(async () => {
     connection,
     taskQueue: stack.taskQueue,
     workflowBundle: bundle,
-    activities: createActivities({ models: stack.db.models, temporal: stack.temporal }),
+    activities: createActivities({ db: stack.db, temporal: stack.temporal }),
   });
   // One worker for the whole file, running until afterAll.
   const stopped = new Promise<void>((resolve) => {

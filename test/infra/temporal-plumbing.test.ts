@@ -34,7 +34,7 @@ afterAll(async () => {
 
 async function newWorker() {
   // Real MongoDB models, and the API's Temporal client for activities that start workflows.
-  const deps = { models: stack.db.models, temporal: stack.temporal };
+  const deps = { db: stack.db, temporal: stack.temporal };
   return createWorker({
     connection,
     namespace: 'default',

@@ -45,7 +45,7 @@ async function withWorker<T>(fn: () => Promise<T>): Promise<T> {
     connection,
     taskQueue: stack.taskQueue,
     workflowBundle: bundle,
-    activities: createActivities({ models: stack.db.models, temporal: stack.temporal }),
+    activities: createActivities({ db: stack.db, temporal: stack.temporal }),
   });
   return worker.runUntil(fn);
 }
@@ -269,7 +269,7 @@ describe('emitLifecycleEvent activity', () => {
     const customerId = randomUUID();
     const ep = await endpoint(org, 'activity');
     const quiet = await endpoint(org, 'activity-quiet', { event_types: ['payment.failed'] });
-    const activities = createActivities({ models: stack.db.models, temporal: stack.temporal });
+    const activities = createActivities({ db: stack.db, temporal: stack.temporal });
     const input = {
       organizationId: org,
       type: 'subscription.started' as const,

@@ -75,7 +75,7 @@ async function emitAndDeliver(key: string) {
     connection: env.nativeConnection,
     taskQueue,
     workflowBundle: bundle,
-    activities: createActivities({ models: db.models, temporal }),
+    activities: createActivities({ db, temporal }),
   });
   const results = await worker.runUntil(async () => {
     for (const id of emitted.deliveryIds) {

@@ -35,6 +35,8 @@ export interface FeeDoc extends BaseDoc {
   payment_status: 'pending' | 'succeeded' | 'failed' | 'refunded';
   /** How much of total_amount_cents credit notes have credited so far. */
   credited_amount_cents: Types.Decimal128;
+  /** Credit note items already counted in credited_amount_cents (exactly-once markers). */
+  credit_note_item_ids: string[];
   period_started_at: Date | null;
   period_ended_at: Date | null;
 }
@@ -66,6 +68,7 @@ export const feeSchema = new Schema<FeeDoc>(
     },
     payment_status: { type: String, enum: ['pending', 'succeeded', 'failed', 'refunded'], default: 'pending' },
     credited_amount_cents: { type: Decimal128, required: true },
+    credit_note_item_ids: { type: [String], default: [] },
     period_started_at: { type: Date, default: null },
     period_ended_at: { type: Date, default: null },
   },

@@ -1,0 +1,406 @@
+// The invoice lifecycle's writes. Called by the invoiceWorkflow's activities (the invoice's one
+// writer) and, for creation, by the API (one-off invoices) or the subscription workflows. Every
+// function is idempotent: it can be retried after a crash at any point and leaves the same result.
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import type Decimal from 'decimal.js';
+import { DateTime } from 'luxon';
+import type { Db } from '../db';
+import { isDuplicateKeyError } from '../db';
+import type { AppliedCouponDoc } from '../db/models/applied-coupon';
+import type { InvoiceDoc, InvoiceType } from '../db/models/invoice';
+import type { AppliedCoupon } from '../domain/coupons';
+import { assembleInvoice, type AssembledInvoice, type PricedFee } from '../domain/invoice-assembly';
+import { Dec, roundCents } from '../domain/money';
+import { deterministicId } from '../ids';
+import { fromDecimal128, toDecimal128 } from '../api/decimal';
+import type { TemporalClient } from '../temporal/client';
+import { entitySearchAttributes } from '../temporal/search-attributes';
+import { workflowIds } from '../temporal/workflow-ids';
+import { emitEvent, type EmitDeps } from '../webhooks/emit-event';
+import { applyCreditNotesToInvoice } from './credit-notes';
+import { draftInvoiceNumber, invoiceNumber, takeDocumentNumber } from './document-numbers';
+import { recordSettlement, settledAmount } from './settlements';
+import { consumeWalletsForInvoice } from './wallets';
+import { loadTaxSets } from '../usage/tax-sets';
+import { toInvoiceResource } from '../api/routes/invoice-resource';
+
+export interface InvoiceDeps extends EmitDeps {
+  temporal: TemporalClient;
+}
+
+export interface NewInvoice {
+  organizationId: string;
+  customerId: string;
+  subscriptionId?: string | null;
+  invoiceType: InvoiceType;
+  currency: string;
+  /** Makes creation idempotent: `<subscription>/<period start>/<type>`, or the request's key. */
+  idempotencyKey: string;
+  fees: PricedFee[];
+  /** Taxes: the plan and charges whose levels apply (the customer's and organization's always do). */
+  planId?: string | null;
+  periodStartedAt?: Date | null;
+  periodEndedAt?: Date | null;
+  /** Extra assembly inputs (commitment, progressive billing credits) from subscription billing. */
+  assembly?: Partial<Parameters<typeof assembleInvoice>[0]>;
+  at: Date;
+}
+
+function money(value: Decimal.Value | null | undefined) {
+  return toDecimal128(value ?? 0);
+}
+
+export function toAppliedCoupon(doc: AppliedCouponDoc, reusable: boolean): AppliedCoupon {
+  return {
+    id: doc._id,
+    status: doc.status,
+    applied_at: doc.created_at,
+    coupon: {
+      id: doc.coupon_id,
+      code: doc.coupon_code,
+      coupon_type: doc.coupon_type,
+      frequency: doc.frequency,
+      reusable,
+      amount_cents: fromDecimal128(doc.amount_cents),
+      amount_currency: doc.amount_currency,
+      percentage_rate: fromDecimal128(doc.percentage_rate),
+      frequency_duration: doc.frequency_duration,
+    },
+    amount_cents: fromDecimal128(doc.amount_cents),
+    amount_currency: doc.amount_currency,
+    percentage_rate: fromDecimal128(doc.percentage_rate),
+    frequency_duration: doc.frequency_duration,
+    frequency_duration_remaining: doc.frequency_duration_remaining,
+  };
+}
+
+/** The customer's active applied coupons, oldest first, as the engine takes them. */
+async function appliedCouponsOf(db: Db, organizationId: string, customerId: string): Promise<AppliedCoupon[]> {
+  const applied = await db.models.AppliedCoupon.find({ organization_id: organizationId, customer_id: customerId, status: 'active' })
+    .sort({ created_at: 1, _id: 1 })
+    .lean();
+  if (applied.length === 0) return [];
+  const coupons = await db.models.Coupon.find({ _id: { $in: applied.map((a) => a.coupon_id) } }, { reusable: 1 }).lean();
+  const reusable = new Map(coupons.map((c) => [c._id, c.reusable]));
+  return applied.map((a) => toAppliedCoupon(a, reusable.get(a.coupon_id) ?? true));
+}
+
+/**
+ * Creates a draft invoice with its fees, priced and taxed by the engine, emits invoice.created and
+ * starts its workflow. A retry with the same idempotency key returns the invoice created first.
+ */
+export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice): Promise<InvoiceDoc> {
+  const { Customer, Fee, Invoice, Organization } = db.models;
+  const existing = await Invoice.findOne({ idempotency_key: input.idempotencyKey }).lean();
+  if (existing) {
+    await startInvoiceWorkflow(deps.temporal, existing);
+    return existing;
+  }
+  const [organization, customer] = await Promise.all([
+    Organization.findById(input.organizationId).lean(),
+    Customer.findById(input.customerId).lean(),
+  ]);
+  if (!organization || !customer) throw new Error(`organization or customer of invoice ${input.idempotencyKey} not found`);
+  const [taxes, coupons] = await Promise.all([
+    loadTaxSets(db, {
+      organizationId: input.organizationId,
+      customerId: input.customerId,
+      planId: input.planId ?? null,
+      chargeIds: input.fees.flatMap((f) => (f.charge_id ? [f.charge_id] : [])),
+      addOnIds: input.fees.flatMap((f) => (f.add_on_id ? [f.add_on_id] : [])),
+    }),
+    appliedCouponsOf(db, input.organizationId, input.customerId),
+  ]);
+  const assembled: AssembledInvoice = assembleInvoice({
+    currency: input.currency,
+    fees: input.fees,
+    taxes,
+    applied_coupons: coupons,
+    ...input.assembly,
+  });
+
+  const id = deterministicId(`invoice/${input.organizationId}/${input.idempotencyKey}`);
+  const doc = {
+    _id: id,
+    organization_id: input.organizationId,
+    customer_id: input.customerId,
+    subscription_id: input.subscriptionId ?? null,
+    invoice_type: input.invoiceType,
+    status: 'draft' as const,
+    number: draftInvoiceNumber(organization.document_number_prefix, id),
+    currency: input.currency,
+    net_payment_term: customer.net_payment_term ?? organization.net_payment_term,
+    grace_period_days: customer.invoice_grace_period ?? organization.invoice_grace_period,
+    period_started_at: input.periodStartedAt ?? null,
+    period_ended_at: input.periodEndedAt ?? null,
+    fees_amount_cents: money(assembled.fees_amount_cents),
+    subtotal: money(assembled.subtotal),
+    tax_amount: money(assembled.tax_amount),
+    coupons_amount_cents: money(assembled.coupons_amount_cents),
+    progressive_billing_credit_amount_cents: money(assembled.progressive_billing_credit_amount_cents),
+    credit_notes_amount_cents: money(0),
+    prepaid_credit_amount: money(0),
+    total: money(assembled.total),
+    applied_taxes: assembled.applied_taxes.map((t) => ({
+      tax_id: t.tax_id,
+      tax_code: t.tax_code,
+      tax_rate: money(t.tax_rate),
+      fees_amount_cents: money(t.fees_amount_cents),
+      amount_cents: money(t.amount_cents),
+    })),
+    applied_coupons: assembled.coupons.map((c) => ({
+      applied_coupon_id: c.applied_coupon_id,
+      coupon_id: c.coupon_id,
+      coupon_code: c.coupon_code,
+      amount_cents: money(c.amount_cents),
+    })),
+    idempotency_key: input.idempotencyKey,
+    created_at: input.at,
+    updated_at: input.at,
+  };
+  // Fees first: an invoice document is only ever visible with all its lines.
+  await Fee.collection
+    .insertMany(
+      assembled.fees.map((fee) => ({
+        _id: deterministicId(`fee/${id}/${fee.key}`),
+        organization_id: input.organizationId,
+        invoice_id: id,
+        customer_id: input.customerId,
+        subscription_id: input.subscriptionId ?? null,
+        key: fee.key,
+        fee_type: fee.fee_type,
+        charge_id: fee.charge_id ?? null,
+        charge_filter_id: fee.charge_filter_id ?? null,
+        add_on_id: fee.add_on_id ?? null,
+        invoice_display_name: fee.invoice_display_name ?? null,
+        description: null,
+        currency: input.currency,
+        units: money(fee.units),
+        events_count: fee.events_count,
+        unit_amount_cents: money(fee.unit_amount_cents),
+        amount_cents: money(fee.amount_cents),
+        taxes_amount_cents: money(fee.taxes_amount_cents),
+        total_amount_cents: money(fee.total_amount_cents),
+        applied_taxes: fee.applied_taxes.map((t) => ({ tax_id: t.tax_id, tax_code: t.tax_code, tax_rate: money(t.tax_rate), amount_cents: money(t.amount_cents) })),
+        payment_status: 'pending',
+        credited_amount_cents: money(0),
+        period_started_at: input.periodStartedAt ?? null,
+        period_ended_at: input.periodEndedAt ?? null,
+        created_at: input.at,
+        updated_at: input.at,
+      })) as never[],
+      { ordered: false },
+    )
+    .catch((err: unknown) => {
+      if (!isDuplicateKeyError(err)) throw err; // a retry: the lines are there already
+    });
+  let invoice: InvoiceDoc;
+  try {
+    invoice = (await Invoice.create(doc)).toObject();
+  } catch (err) {
+    if (!isDuplicateKeyError(err)) throw err;
+    invoice = (await Invoice.findOne({ idempotency_key: input.idempotencyKey }).lean())!;
+  }
+  await emitInvoiceEvent(db, deps, invoice, 'invoice.created', input.at);
+  await startInvoiceWorkflow(deps.temporal, invoice);
+  return invoice;
+}
+
+export async function startInvoiceWorkflow(temporal: TemporalClient, invoice: Pick<InvoiceDoc, '_id' | 'organization_id' | 'customer_id' | 'status' | 'created_at' | 'grace_period_days'>): Promise<void> {
+  try {
+    await temporal.client.workflow.start('invoiceWorkflow', {
+      workflowId: workflowIds.invoice(invoice._id),
+      taskQueue: temporal.taskQueue,
+      args: [{ invoiceId: invoice._id, createdAt: invoice.created_at.toISOString(), gracePeriodDays: invoice.grace_period_days, status: invoice.status }],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      typedSearchAttributes: entitySearchAttributes({
+        organizationId: invoice.organization_id,
+        customerId: invoice.customer_id,
+        entityType: 'invoice',
+        status: invoice.status,
+      }),
+    });
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+  }
+}
+
+async function emitInvoiceEvent(db: Db, deps: EmitDeps, invoice: InvoiceDoc, type: 'invoice.created' | 'invoice.finalized' | 'invoice.paid' | 'invoice.voided' | 'invoice.payment_overdue', at: Date) {
+  const fees = await db.models.Fee.find({ invoice_id: invoice._id }).sort({ key: 1 }).lean();
+  await emitEvent(deps, {
+    organizationId: invoice.organization_id,
+    type,
+    idempotencyKey: `invoice/${invoice._id}/${type}`,
+    object: toInvoiceResource(invoice, fees) as unknown as Record<string, unknown>,
+    occurredAt: at,
+    customerId: invoice.customer_id,
+  });
+}
+
+/** The gross amount that settlements must cover: the total before credit notes and wallets. */
+export function amountToSettle(invoice: Pick<InvoiceDoc, 'total' | 'credit_notes_amount_cents' | 'prepaid_credit_amount'>): Decimal {
+  return (fromDecimal128(invoice.total) ?? new Dec(0))
+    .plus(fromDecimal128(invoice.credit_notes_amount_cents) ?? 0)
+    .plus(fromDecimal128(invoice.prepaid_credit_amount) ?? 0);
+}
+
+function localIsoDate(at: Date, timezone: string): string {
+  return DateTime.fromJSDate(at, { zone: timezone }).toISODate()!;
+}
+
+/**
+ * Finalizes a draft (billing-rules.md, Invoice life): the next number of the organization's
+ * gapless sequence, issuing and due dates, credit notes then wallets against what is due, the
+ * coupons' consumption, invoice.finalized; a total of zero is paid at once. Idempotent at every
+ * step: the number, the credits and the consumptions are all keyed by the invoice.
+ */
+export async function finalizeInvoice(db: Db, deps: InvoiceDeps, invoiceId: string, at: Date): Promise<InvoiceDoc> {
+  const { Customer, Invoice, Organization } = db.models;
+  const invoice = await Invoice.findById(invoiceId).lean();
+  if (!invoice) throw new Error(`invoice ${invoiceId} not found`);
+  if (invoice.status !== 'draft' || invoice.deleted_at) return invoice;
+  const [organization, customer] = await Promise.all([
+    Organization.findById(invoice.organization_id).lean(),
+    Customer.findById(invoice.customer_id, { timezone: 1 }).lean(),
+  ]);
+  if (!organization) throw new Error(`organization of invoice ${invoiceId} not found`);
+  const timezone = customer?.timezone ?? organization.timezone;
+
+  const sequence = await takeDocumentNumber(db, { organizationId: invoice.organization_id, kind: 'invoice', documentId: invoice._id });
+  const issuingDate = localIsoDate(at, timezone);
+  const dueDate = DateTime.fromISO(issuingDate, { zone: timezone }).plus({ days: invoice.net_payment_term }).toISODate()!;
+
+  // What is due after coupons and progressive billing credits (computed at generation).
+  const due = fromDecimal128(invoice.total) ?? new Dec(0);
+  const credited = due.greaterThan(0)
+    ? await applyCreditNotesToInvoice(db, { organizationId: invoice.organization_id, customerId: invoice.customer_id, currency: invoice.currency, invoiceId, amountCents: due, at })
+    : { totalCents: new Dec(0) };
+  const afterCredits = due.minus(credited.totalCents);
+  const prepaid = afterCredits.greaterThan(0)
+    ? await consumeWalletsForInvoice(db, { organizationId: invoice.organization_id, customerId: invoice.customer_id, currency: invoice.currency, invoiceId, amountCents: afterCredits, at })
+    : { totalCents: new Dec(0) };
+  const total = roundCents(afterCredits.minus(prepaid.totalCents));
+  const paid = total.lessThanOrEqualTo(0);
+
+  const finalized = await Invoice.findOneAndUpdate(
+    { _id: invoiceId, status: 'draft' },
+    {
+      $set: {
+        status: paid ? 'paid' : 'finalized',
+        number: invoiceNumber(organization.document_number_prefix, sequence),
+        sequential_id: sequence,
+        issuing_date: issuingDate,
+        payment_due_date: dueDate,
+        credit_notes_amount_cents: money(credited.totalCents),
+        prepaid_credit_amount: money(prepaid.totalCents),
+        total: money(paid ? 0 : total),
+        finalized_at: at,
+        ...(paid ? { paid_at: at, payment_status: 'succeeded' } : {}),
+      },
+    },
+    { returnDocument: 'after' },
+  ).lean();
+  const result = finalized ?? (await Invoice.findById(invoiceId).lean())!;
+  await consumeCoupons(db, result);
+  await emitInvoiceEvent(db, deps, result, 'invoice.finalized', at);
+  if (result.status === 'paid') await emitInvoiceEvent(db, deps, result, 'invoice.paid', at);
+  return result;
+}
+
+/**
+ * Records the use of each coupon the invoice applied (specification, Coupon consumption): once →
+ * terminated, recurring → one period less (terminated at zero), forever → unchanged; a coupon
+ * that is not reusable ends with its application. Each application records the invoice it counted,
+ * so a retry does not count twice.
+ */
+async function consumeCoupons(db: Db, invoice: InvoiceDoc): Promise<void> {
+  for (const used of invoice.applied_coupons) {
+    const applied = await db.models.AppliedCoupon.findById(used.applied_coupon_id).lean();
+    if (!applied) continue;
+    const marker = { consumed_invoice_ids: { $ne: invoice._id } };
+    if (applied.frequency === 'forever') continue;
+    const remaining = applied.frequency === 'recurring' ? (applied.frequency_duration_remaining ?? applied.frequency_duration ?? 1) - 1 : 0;
+    const ends = applied.frequency === 'once' || remaining <= 0;
+    // Raw collection: the consumption marker is bookkeeping outside the mongoose schema.
+    const updated = await db.models.AppliedCoupon.collection.findOneAndUpdate(
+      { _id: applied._id, ...marker } as never,
+      {
+        $set: {
+          frequency_duration_remaining: applied.frequency === 'recurring' ? Math.max(remaining, 0) : applied.frequency_duration_remaining,
+          ...(ends ? { status: 'terminated', terminated_at: invoice.finalized_at, exclusive_key: applied._id } : {}),
+        },
+        $push: { consumed_invoice_ids: invoice._id },
+      } as never,
+      { returnDocument: 'after' },
+    );
+    if (updated && ends) {
+      const coupon = await db.models.Coupon.findById(applied.coupon_id, { reusable: 1 }).lean();
+      if (coupon && !coupon.reusable) {
+        await db.models.Coupon.updateOne({ _id: coupon._id, status: 'active' }, { $set: { status: 'terminated', terminated_at: invoice.finalized_at } });
+      }
+    }
+  }
+}
+
+/** POST .../pay: a manual payment settles what is left; the invoice is paid. */
+export async function payInvoice(db: Db, deps: InvoiceDeps, invoiceId: string, at: Date): Promise<InvoiceDoc> {
+  const invoice = (await db.models.Invoice.findById(invoiceId).lean())!;
+  if (invoice.status !== 'finalized') return invoice;
+  const left = amountToSettle(invoice).minus(await settledAmount(db, invoiceId));
+  if (left.greaterThan(0)) {
+    await recordSettlement(db, { organizationId: invoice.organization_id, invoiceId, type: 'payment', sourceId: `manual:${invoiceId}`, amountCents: left });
+  }
+  return markPaidIfSettled(db, deps, invoiceId, at);
+}
+
+/** An invoice whose settlements reach its total becomes paid, exactly once (guarded update). */
+export async function markPaidIfSettled(db: Db, deps: InvoiceDeps, invoiceId: string, at: Date): Promise<InvoiceDoc> {
+  const invoice = (await db.models.Invoice.findById(invoiceId).lean())!;
+  if (invoice.status !== 'finalized') return invoice;
+  if ((await settledAmount(db, invoiceId)).lessThan(amountToSettle(invoice))) return invoice;
+  const paid = await db.models.Invoice.findOneAndUpdate(
+    { _id: invoiceId, status: 'finalized' },
+    { $set: { status: 'paid', paid_at: at, payment_status: 'succeeded', payment_overdue: false } },
+    { returnDocument: 'after' },
+  ).lean();
+  if (paid) {
+    await emitInvoiceEvent(db, deps, paid, 'invoice.paid', at);
+    return paid;
+  }
+  return (await db.models.Invoice.findById(invoiceId).lean())!;
+}
+
+export async function voidInvoice(db: Db, deps: InvoiceDeps, invoiceId: string, at: Date): Promise<InvoiceDoc> {
+  const voided = await db.models.Invoice.findOneAndUpdate(
+    { _id: invoiceId, status: 'finalized' },
+    { $set: { status: 'voided', voided_at: at, payment_overdue: false } },
+    { returnDocument: 'after' },
+  ).lean();
+  if (voided) {
+    await emitInvoiceEvent(db, deps, voided, 'invoice.voided', at);
+    return voided;
+  }
+  return (await db.models.Invoice.findById(invoiceId).lean())!;
+}
+
+/** Only drafts are deleted (soft: the record stays, hidden, for the audit trail). */
+export async function deleteDraftInvoice(db: Db, invoiceId: string, at: Date): Promise<InvoiceDoc> {
+  const deleted = await db.models.Invoice.findOneAndUpdate(
+    { _id: invoiceId, status: 'draft', deleted_at: null },
+    { $set: { deleted_at: at } },
+    { returnDocument: 'after' },
+  ).lean();
+  return deleted ?? (await db.models.Invoice.findById(invoiceId).lean())!;
+}
+
+/** The due date passed unpaid: payment_overdue, invoice.payment_overdue (once). */
+export async function markInvoiceOverdue(db: Db, deps: InvoiceDeps, invoiceId: string, at: Date): Promise<InvoiceDoc> {
+  const overdue = await db.models.Invoice.findOneAndUpdate(
+    { _id: invoiceId, status: 'finalized', payment_overdue: false },
+    { $set: { payment_overdue: true } },
+    { returnDocument: 'after' },
+  ).lean();
+  if (overdue) await emitInvoiceEvent(db, deps, overdue, 'invoice.payment_overdue', at);
+  return overdue ?? (await db.models.Invoice.findById(invoiceId).lean())!;
+}

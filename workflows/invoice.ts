@@ -1,0 +1,140 @@
+/**
+ * invoiceWorkflow: one invoice's life (`invoice/<id>`), following the specification's invoice
+ * state table and billing-rules.md (Invoice life).
+ *
+ * Timers: the grace period (a draft is finalized `invoice_grace_period` days after creation, at
+ *   once when it is 0); the payment due date (unpaid at the end of the due date: overdue).
+ * Updates (answer the API synchronously; the validators refuse a wrong state before anything is
+ *   written): finalize, pay, void, delete (drafts), refresh (drafts).
+ * Signals: settlementRecorded (a payment or credit landed: paid once settlements cover the total).
+ * Query: state.
+ * Ends when the invoice is paid, voided or deleted.
+ */
+import { ApplicationFailure, condition, defineQuery, defineSignal, defineUpdate, proxyActivities, setHandler, allHandlersFinished, upsertSearchAttributes } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type { InvoiceResource } from '../src/api/routes/invoice-resource';
+import { BillingStatus } from '../src/temporal/search-attributes';
+import { waitFor, waitUntil } from './wait';
+
+const acts = proxyActivities<Activities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+
+export interface InvoiceWorkflowInput {
+  invoiceId: string;
+  /** When the draft was created (workflow or test-clock time), ISO. */
+  createdAt: string;
+  gracePeriodDays: number;
+  /** The invoice's status when the workflow starts (a restarted workflow may find it finalized). */
+  status?: 'draft' | 'finalized' | 'paid' | 'voided' | 'deleted';
+  paymentOverdue?: boolean;
+  /** ISO instant the invoice becomes overdue (finalized invoices). */
+  overdueAt?: string | null;
+}
+
+type Status = 'draft' | 'finalized' | 'paid' | 'voided' | 'deleted';
+
+export const finalizeInvoiceUpdate = defineUpdate<InvoiceResource>('finalize');
+export const payInvoiceUpdate = defineUpdate<InvoiceResource>('pay');
+export const voidInvoiceUpdate = defineUpdate<InvoiceResource>('void');
+export const deleteInvoiceUpdate = defineUpdate<InvoiceResource>('delete');
+export const refreshInvoiceUpdate = defineUpdate<InvoiceResource>('refresh');
+export const settlementRecordedSignal = defineSignal('settlementRecorded');
+export const invoiceStateQuery = defineQuery<{ status: Status; paymentOverdue: boolean; overdueAt: string | null }>('state');
+
+const DAY_MS = 86_400_000;
+
+function refuse(message: string): never {
+  throw ApplicationFailure.nonRetryable(message, 'InvalidTransition');
+}
+
+export async function invoiceWorkflow(input: InvoiceWorkflowInput): Promise<{ status: Status }> {
+  // Handlers are registered before the first await, so that an update sent right after the start
+  // finds them; the state they validate against comes with the input.
+  let status: Status = input.status ?? 'draft';
+  let overdue = input.paymentOverdue ?? false;
+  let overdueAt: number | null = input.overdueAt ? Date.parse(input.overdueAt) : null;
+  let settlementPending = false;
+  let busy = false;
+
+  /** One step at a time: a timer step and an update never interleave their writes. */
+  async function exclusive<T>(step: () => Promise<T>): Promise<T> {
+    await condition(() => !busy);
+    busy = true;
+    try {
+      return await step();
+    } finally {
+      busy = false;
+    }
+  }
+
+  function apply(result: { invoice: InvoiceResource; deleted?: boolean; overdueAt?: string | null }): InvoiceResource {
+    status = result.deleted ? 'deleted' : result.invoice.status;
+    overdue = result.invoice.payment_overdue;
+    if (result.overdueAt !== undefined) overdueAt = result.overdueAt ? Date.parse(result.overdueAt) : null;
+    upsertSearchAttributes([{ key: BillingStatus, value: status }]);
+    return result.invoice;
+  }
+
+  const now = () => new Date().toISOString();
+  /** `at`: the instant the step acts for (a timer's due instant, or now for a request). */
+  const finalize = (at = now()) =>
+    exclusive(async () => (status === 'draft' ? apply(await acts.finalizeInvoiceActivity(input.invoiceId, at)) : await acts.readInvoice(input.invoiceId)));
+
+  setHandler(invoiceStateQuery, () => ({ status, paymentOverdue: overdue, overdueAt: overdueAt ? new Date(overdueAt).toISOString() : null }));
+  setHandler(settlementRecordedSignal, () => {
+    settlementPending = true;
+  });
+  setHandler(finalizeInvoiceUpdate, () => finalize(), {
+    validator: () => {
+      if (status !== 'draft') refuse(`Only a draft invoice can be finalized (this one is ${status})`);
+    },
+  });
+  setHandler(payInvoiceUpdate, () => exclusive(async () => apply(await acts.payInvoiceActivity(input.invoiceId, now()))), {
+    validator: () => {
+      if (status !== 'finalized') refuse(`Only a finalized invoice can be paid (this one is ${status})`);
+    },
+  });
+  setHandler(voidInvoiceUpdate, () => exclusive(async () => apply(await acts.voidInvoiceActivity(input.invoiceId, now()))), {
+    validator: () => {
+      if (status !== 'finalized') refuse(`Only a finalized invoice can be voided (this one is ${status})`);
+    },
+  });
+  setHandler(deleteInvoiceUpdate, () => exclusive(async () => apply(await acts.deleteInvoiceActivity(input.invoiceId, now()))), {
+    validator: () => {
+      if (status !== 'draft') refuse(`Only a draft invoice can be deleted (this one is ${status})`);
+    },
+  });
+  setHandler(refreshInvoiceUpdate, () => exclusive(async () => apply(await acts.refreshInvoiceActivity(input.invoiceId, now()))), {
+    validator: () => {
+      if (status !== 'draft') refuse(`Only a draft invoice can be refreshed (this one is ${status})`);
+    },
+  });
+
+  // Draft: finalized when the grace period ends (at once when it is 0), or earlier on request.
+  if (status === 'draft') {
+    const graceEnd = Date.parse(input.createdAt) + input.gracePeriodDays * DAY_MS;
+    const waited = await waitUntil(graceEnd, () => status !== 'draft');
+    if (waited === 'elapsed' && status === 'draft') await finalize(new Date(graceEnd).toISOString());
+  }
+
+  // Finalized: paid, voided, or overdue at the end of the due date.
+  while (status === 'finalized') {
+    const settledOrChanged = () => settlementPending || status !== 'finalized';
+    if (!overdue && overdueAt !== null) {
+      const waited = await waitUntil(overdueAt, settledOrChanged);
+      if (waited === 'elapsed' && status === 'finalized' && !overdue) {
+        await exclusive(async () => apply(await acts.markInvoiceOverdueActivity(input.invoiceId, new Date(overdueAt!).toISOString())));
+      }
+    } else {
+      await waitFor(settledOrChanged);
+    }
+    if (settlementPending && status === 'finalized') {
+      settlementPending = false;
+      await exclusive(async () => apply(await acts.settleInvoiceActivity(input.invoiceId, now())));
+    }
+  }
+  await condition(allHandlersFinished);
+  return { status };
+}
