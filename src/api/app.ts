@@ -24,6 +24,7 @@ import { usageRoutes } from './routes/usage';
 import { healthRoutes } from './routes/health';
 import { organizationRoutes, signupRoutes } from './routes/organizations';
 import { taxRoutes } from './routes/taxes';
+import { walletRoutes } from './routes/wallets';
 import { webhookRoutes } from './routes/webhooks';
 
 export interface AppDeps {
@@ -100,6 +101,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await scope.register(billableMetricRoutes);
       await scope.register(taxRoutes);
       await scope.register(addOnRoutes);
+      await scope.register(walletRoutes);
       await scope.register(webhookRoutes);
       await scope.register(eventRoutes);
       await scope.register(invoiceRoutes);

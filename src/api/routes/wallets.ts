@@ -1,0 +1,359 @@
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import type { FastifyBaseLogger } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { QueryFilter } from 'mongoose';
+import { z } from 'zod';
+import {
+  createWallet,
+  emitTransactionCreated,
+  recordPendingTransactions,
+  toWalletTransactionView,
+  toWalletView,
+  topUpWallet,
+  type WalletTransactionView,
+  type WalletView,
+} from '../../billing/wallets';
+import { isDuplicateKeyError } from '../../db';
+import { walletCodeSlot, type WalletDoc } from '../../db/models/wallet';
+import { WALLET_TRANSACTION_SOURCES, type WalletTransactionDoc } from '../../db/models/wallet-transaction';
+import { Dec } from '../../domain/money';
+import { BadRequest, Conflict, NotFound, Validation } from '../../errors';
+import { entitySearchAttributes } from '../../temporal/search-attributes';
+import { workflowIds } from '../../temporal/workflow-ids';
+import { emitEvent } from '../../webhooks/emit-event';
+import { expirationChangedSignal, terminateWalletUpdate, WALLET_TERMINATED, walletWorkflow } from '../../../workflows/wallet';
+import { listPage } from '../catalog';
+import { decimal4, decimalInput } from '../decimal';
+import { currencyCode, idParams, isoDateTimeInput, listQuery, nullableTimestamp, responses, timestamp } from '../http';
+import { customerLookup } from './customers';
+
+const positiveDecimal = decimalInput({ min: 0 }).refine((v) => v.gt(0), 'must be greater than 0');
+const priority = z.number().int().min(1).max(50).describe('1 to 50; lower is consumed first');
+const walletName = z.string().trim().max(255).nullable();
+
+const createWalletBody = z.strictObject({
+  customer_id: z.string().trim().min(1).max(255).describe('id or external_id of the customer'),
+  name: walletName.optional(),
+  code: z.string().trim().min(1).max(255).nullable().optional().describe('unique among the customer\'s active wallets'),
+  currency: currencyCode.optional().describe("ISO 4217; default and only accepted value: the customer's currency"),
+  rate_amount: positiveDecimal.optional().describe('value of one credit in currency units; default "1"'),
+  priority: priority.default(1),
+  initial_granted_credits: decimalInput({ min: 0 }).optional().describe('credits granted at creation (a granted inbound transaction)'),
+  expiration_at: isoDateTimeInput.nullable().optional().describe('in the future; the wallet is terminated then'),
+});
+
+const updateWalletBody = z.strictObject({
+  name: walletName.optional(),
+  expiration_at: isoDateTimeInput.nullable().optional().describe('in the future, or null: no expiry'),
+  priority: priority.optional(),
+});
+
+const topUpBody = z.strictObject({
+  credits: positiveDecimal.describe('credits to add; the balance grows by credits x rate_amount x 100 cents'),
+  source: z.enum(WALLET_TRANSACTION_SOURCES).default('manual'),
+});
+
+const walletListQuery = listQuery.extend({
+  customer_id: z.string().trim().min(1).max(255).optional().describe('id or external_id of the customer'),
+  status: z.enum(['active', 'terminated']).optional(),
+});
+
+const transactionListQuery = listQuery.extend({
+  transaction_type: z.enum(['inbound', 'outbound']).optional(),
+  status: z.enum(['granted', 'purchased', 'voided', 'invoiced']).optional(),
+});
+
+export const walletResource = z
+  .object({
+    id: z.string(),
+    organization_id: z.string(),
+    customer_id: z.string(),
+    name: z.string().nullable(),
+    code: z.string().nullable(),
+    currency: z.string(),
+    status: z.enum(['active', 'terminated']),
+    rate_amount: z.string().describe('plain decimal, e.g. "2.5"'),
+    credits_balance: decimal4,
+    balance_cents: decimal4.describe('credits_balance x rate_amount x 100'),
+    priority: z.number().int(),
+    expiration_at: nullableTimestamp,
+    terminated_at: nullableTimestamp,
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .meta({ id: 'Wallet' }) satisfies z.ZodType<WalletView>;
+
+export const walletTransactionResource = z
+  .object({
+    id: z.string(),
+    organization_id: z.string(),
+    wallet_id: z.string(),
+    customer_id: z.string(),
+    transaction_type: z.enum(['inbound', 'outbound']),
+    status: z.enum(['granted', 'purchased', 'voided', 'invoiced']),
+    source: z.enum(WALLET_TRANSACTION_SOURCES),
+    amount: decimal4.describe('cents'),
+    credit_amount: z.string().describe('credits, plain decimal'),
+    invoice_id: z.string().nullable(),
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .meta({ id: 'WalletTransaction' }) satisfies z.ZodType<WalletTransactionView>;
+
+const terminatedError = () => new BadRequest('The wallet is terminated and accepts no change', 'wallet_terminated');
+
+export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
+  const { db, temporal } = app.deps;
+  const { Customer, Wallet, WalletTransaction } = db.models;
+  const emitDeps = { models: db.models, temporal };
+  const tags = ['wallets'];
+
+  async function findWallet(organizationId: string, id: string): Promise<WalletDoc> {
+    const wallet = await Wallet.findOne({ _id: id, organization_id: organizationId }).lean();
+    if (!wallet) throw new NotFound('Wallet not found', 'wallet_not_found');
+    return wallet;
+  }
+
+  async function findActiveWallet(organizationId: string, id: string): Promise<WalletDoc> {
+    const wallet = await findWallet(organizationId, id);
+    if (wallet.status !== 'active') throw terminatedError();
+    return wallet;
+  }
+
+  function checkFuture(expiration: Date | null | undefined): void {
+    if (expiration && expiration.getTime() <= app.deps.now().getTime()) throw Validation.field('expiration_at', 'must be in the future');
+  }
+
+  function workflowStart(wallet: WalletDoc) {
+    return {
+      workflowId: workflowIds.wallet(wallet._id),
+      taskQueue: temporal.taskQueue,
+      args: [{ walletId: wallet._id, expirationAt: wallet.expiration_at ? wallet.expiration_at.toISOString() : null }] as Parameters<typeof walletWorkflow>,
+      typedSearchAttributes: entitySearchAttributes({ organizationId: wallet.organization_id, customerId: wallet.customer_id, entityType: 'wallet', status: wallet.status }),
+    };
+  }
+
+  /** An event after the change is made: a failure is logged, not answered (the change stands). */
+  function announce(log: FastifyBaseLogger, what: string, emit: () => Promise<unknown>): Promise<void> {
+    return emit().then(
+      () => undefined,
+      (err: unknown) => log.error({ err }, `could not emit ${what}`),
+    );
+  }
+
+  app.post(
+    '/wallets',
+    {
+      schema: {
+        tags,
+        summary: 'Create a prepaid wallet for a customer (and grant its initial credits)',
+        body: createWalletBody,
+        response: responses({ 201: walletResource }),
+      },
+    },
+    async (request, reply) => {
+      const body = request.body;
+      const organizationId = request.organizationId;
+      const customer = await Customer.findOne(customerLookup(organizationId, body.customer_id)).lean();
+      if (!customer) throw new NotFound('Customer not found', 'customer_not_found');
+      const currency = body.currency ?? customer.currency;
+      if (currency !== customer.currency) throw Validation.field('currency', `must be the customer's currency (${customer.currency})`);
+      checkFuture(body.expiration_at);
+      const code = body.code ?? null;
+      const duplicate = () => new Conflict(`The customer already has an active wallet with code "${code}"`);
+      if (code && (await Wallet.exists({ organization_id: organizationId, customer_id: customer._id, code_slot: walletCodeSlot('', code) }))) {
+        throw duplicate();
+      }
+
+      let created: Awaited<ReturnType<typeof createWallet>>;
+      try {
+        created = await createWallet(db, {
+          organizationId,
+          customerId: customer._id,
+          name: body.name ?? null,
+          code,
+          currency,
+          rateAmount: body.rate_amount ?? new Dec(1),
+          priority: body.priority,
+          expirationAt: body.expiration_at ?? null,
+          initialGrantedCredits: body.initial_granted_credits ?? null,
+          at: app.deps.now(),
+        });
+      } catch (err) {
+        if (isDuplicateKeyError(err)) throw duplicate();
+        throw err;
+      }
+      const { wallet, transaction } = created;
+      // The workflow owns expiry and termination from here on.
+      await temporal.client.workflow.start(walletWorkflow, { ...workflowStart(wallet), workflowIdConflictPolicy: 'USE_EXISTING' });
+      const resource = toWalletView(wallet);
+      await announce(request.log, 'wallet.created', () =>
+        emitEvent(emitDeps, {
+          organizationId,
+          type: 'wallet.created',
+          idempotencyKey: `wallet/${wallet._id}/created`,
+          object: { ...resource },
+          occurredAt: wallet.created_at,
+          customerId: wallet.customer_id,
+        }),
+      );
+      if (transaction) await announce(request.log, 'wallet_transaction.created', () => emitTransactionCreated(emitDeps, transaction));
+      return reply.status(201).send(resource);
+    },
+  );
+
+  app.get(
+    '/wallets',
+    { schema: { tags, summary: 'List wallets, newest first', querystring: walletListQuery, response: responses({ 200: z.array(walletResource) }) } },
+    async (request, reply) => {
+      const { skip, limit, customer_id, status } = request.query;
+      const filter: QueryFilter<WalletDoc> = { organization_id: request.organizationId };
+      if (customer_id !== undefined) {
+        // Addressed by id or external_id; an unknown customer simply has no wallets.
+        const customer = await Customer.findOne(customerLookup(request.organizationId, customer_id), { _id: 1 }).lean();
+        filter.customer_id = customer?._id ?? customer_id;
+      }
+      if (status !== undefined) filter.status = status;
+      return listPage(reply, Wallet, filter, { skip, limit }, toWalletView);
+    },
+  );
+
+  app.get(
+    '/wallets/:id',
+    { schema: { tags, summary: 'Get a wallet', params: idParams, response: responses({ 200: walletResource }) } },
+    async (request) => toWalletView(await findWallet(request.organizationId, request.params.id)),
+  );
+
+  app.put(
+    '/wallets/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Update a wallet (name, expiration_at, priority); a terminated wallet is 400 wallet_terminated',
+        params: idParams,
+        body: updateWalletBody,
+        response: responses({ 200: walletResource }),
+      },
+    },
+    async (request) => {
+      const current = await findActiveWallet(request.organizationId, request.params.id);
+      const body = request.body;
+      checkFuture(body.expiration_at);
+      const changes: Partial<Pick<WalletDoc, 'name' | 'expiration_at' | 'priority'>> = {};
+      if (body.name !== undefined) changes.name = body.name;
+      if (body.priority !== undefined) changes.priority = body.priority;
+      if (body.expiration_at !== undefined) changes.expiration_at = body.expiration_at;
+      const updated = await Wallet.findOneAndUpdate(
+        { _id: current._id, organization_id: request.organizationId, status: 'active' },
+        { $set: changes },
+        { returnDocument: 'after' },
+      ).lean();
+      if (!updated) throw terminatedError();
+
+      const before = current.expiration_at?.getTime() ?? null;
+      const after = updated.expiration_at?.getTime() ?? null;
+      if (body.expiration_at !== undefined && before !== after) {
+        // Re-arms the workflow's timer. With start: a wallet whose workflow never started gets one;
+        // REJECT_DUPLICATE: a workflow that already ended (the wallet was just terminated) stays ended.
+        try {
+          await temporal.client.workflow.signalWithStart(walletWorkflow, {
+            ...workflowStart(updated),
+            workflowIdReusePolicy: 'REJECT_DUPLICATE',
+            signal: expirationChangedSignal,
+            signalArgs: [updated.expiration_at ? updated.expiration_at.toISOString() : null],
+          });
+        } catch (err) {
+          if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+        }
+      }
+      return toWalletView(updated);
+    },
+  );
+
+  app.delete(
+    '/wallets/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Terminate a wallet (through its workflow); its balance is no longer consumed',
+        params: idParams,
+        response: responses({ 200: walletResource }),
+      },
+    },
+    async (request) => {
+      const wallet = await findActiveWallet(request.organizationId, request.params.id);
+      const handle = temporal.client.workflow.getHandle(workflowIds.wallet(wallet._id));
+      const terminate = async (): Promise<WalletView> => {
+        try {
+          return await handle.executeUpdate(terminateWalletUpdate);
+        } catch (err) {
+          if (err instanceof WorkflowUpdateFailedError) {
+            const cause = err.cause as { type?: string } | undefined;
+            if (cause?.type === WALLET_TERMINATED) throw terminatedError();
+          }
+          throw err;
+        }
+      };
+      try {
+        return await terminate();
+      } catch (err) {
+        if (!(err instanceof WorkflowNotFoundError)) throw err;
+        // The workflow ended (the wallet expired meanwhile) or never started (a failed creation).
+        const now = await findWallet(request.organizationId, wallet._id);
+        if (now.status !== 'active') throw terminatedError();
+        await temporal.client.workflow.start(walletWorkflow, { ...workflowStart(now), workflowIdConflictPolicy: 'USE_EXISTING' });
+        return terminate();
+      }
+    },
+  );
+
+  app.post(
+    '/wallets/:id/top_up',
+    {
+      schema: {
+        tags,
+        summary: 'Add credits to an active wallet (a granted inbound transaction)',
+        params: idParams,
+        body: topUpBody,
+        response: responses({ 200: walletResource }),
+      },
+    },
+    async (request) => {
+      await findActiveWallet(request.organizationId, request.params.id);
+      const result = await topUpWallet(db, {
+        organizationId: request.organizationId,
+        walletId: request.params.id,
+        credits: request.body.credits,
+        source: request.body.source,
+        at: app.deps.now(),
+      });
+      if (result.outcome === 'not_found') throw new NotFound('Wallet not found', 'wallet_not_found');
+      if (result.outcome === 'terminated') throw terminatedError();
+      await announce(request.log, 'wallet_transaction.created', () => emitTransactionCreated(emitDeps, result.transaction));
+      return toWalletView(result.wallet);
+    },
+  );
+
+  app.get(
+    '/wallets/:id/transactions',
+    {
+      schema: {
+        tags,
+        summary: "List a wallet's transactions, newest first",
+        params: idParams,
+        querystring: transactionListQuery,
+        response: responses({ 200: z.array(walletTransactionResource) }),
+      },
+    },
+    async (request, reply) => {
+      const wallet = await findWallet(request.organizationId, request.params.id);
+      // A change a crash left unrecorded is recorded now, so the list is whole.
+      if (wallet.pending_transactions?.length) await recordPendingTransactions(db, wallet._id);
+      const { skip, limit, transaction_type, status } = request.query;
+      const filter: QueryFilter<WalletTransactionDoc> = { organization_id: request.organizationId, wallet_id: wallet._id };
+      if (transaction_type !== undefined) filter.transaction_type = transaction_type;
+      if (status !== undefined) filter.status = status;
+      return listPage(reply, WalletTransaction, filter, { skip, limit }, toWalletTransactionView);
+    },
+  );
+};

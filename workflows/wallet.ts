@@ -1,0 +1,142 @@
+/**
+ * walletWorkflow: one prepaid wallet (`wallet/<id>`), the only writer of its status (the balance
+ * is shared with invoice finalizations and changes through guarded atomic updates instead).
+ *
+ * Timers: expiration_at, through waitUntil (none while the wallet has no expiration); when it is
+ *   reached the wallet is terminated with terminated_at = expiration_at.
+ * Updates: terminate (DELETE /v1/wallets/{id}) answers the terminated wallet; its validator
+ *   refuses a wallet that is terminated or being terminated, before anything is written.
+ * Signals: expirationChanged(expirationAt | null) re-arms the timer (PUT /v1/wallets/{id}).
+ * Query: state.
+ * Ends when the wallet is terminated.
+ */
+import {
+  allHandlersFinished,
+  ApplicationFailure,
+  condition,
+  continueAsNew,
+  defineQuery,
+  defineSignal,
+  defineUpdate,
+  proxyActivities,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type { WalletTermination } from '../activities/wallets';
+import type { WalletView } from '../src/billing/wallets';
+import { BillingStatus } from '../src/temporal/search-attributes';
+import { waitFor, waitUntil } from './wait';
+
+const { terminateWalletActivity } = proxyActivities<Activities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+
+export interface WalletWorkflowInput {
+  walletId: string;
+  /** ISO instant, or null: no expiry. */
+  expirationAt: string | null;
+}
+
+export interface WalletWorkflowState {
+  status: 'active' | 'terminating' | 'terminated';
+  expirationAt: string | null;
+  terminatedAt: string | null;
+}
+
+export interface WalletWorkflowResult {
+  status: 'terminated';
+  reason: 'expired' | 'manual';
+  terminatedAt: string | null;
+  /** Workflow time when the termination was decided (the timer fired or the update arrived). */
+  decidedAt: string;
+}
+
+export const terminateWalletUpdate = defineUpdate<WalletView>('terminate');
+export const expirationChangedSignal = defineSignal<[expirationAt: string | null]>('expirationChanged');
+export const walletStateQuery = defineQuery<WalletWorkflowState>('state');
+
+/** The failure type the API maps to 400 wallet_terminated. */
+export const WALLET_TERMINATED = 'WalletTerminated';
+
+export async function walletWorkflow(input: WalletWorkflowInput): Promise<WalletWorkflowResult> {
+  let expirationAt: number | null = input.expirationAt ? Date.parse(input.expirationAt) : null;
+  let rearm = false;
+  let manual = false;
+  let ended: WalletWorkflowResult | null = null;
+  let terminatedAt: string | null = null;
+
+  function finish(result: WalletTermination, reason: WalletWorkflowResult['reason'], decidedAt: number): boolean {
+    if (result.outcome !== 'terminated') {
+      expirationAt = result.expirationAt ? Date.parse(result.expirationAt) : null;
+      return false;
+    }
+    terminatedAt = result.wallet.terminated_at;
+    ended ??= { status: 'terminated', reason, terminatedAt, decidedAt: new Date(decidedAt).toISOString() };
+    upsertSearchAttributes([{ key: BillingStatus, value: 'terminated' }]);
+    return true;
+  }
+
+  setHandler(walletStateQuery, () => ({
+    status: ended ? 'terminated' : manual ? 'terminating' : 'active',
+    expirationAt: expirationAt === null ? null : new Date(expirationAt).toISOString(),
+    terminatedAt,
+  }));
+  setHandler(expirationChangedSignal, (next) => {
+    expirationAt = next ? Date.parse(next) : null;
+    rearm = true;
+  });
+  setHandler(
+    terminateWalletUpdate,
+    async () => {
+      manual = true;
+      const decidedAt = Date.now();
+      try {
+        const result = await terminateWalletActivity({ walletId: input.walletId, at: new Date(decidedAt).toISOString(), reason: 'manual' });
+        finish(result, 'manual', decidedAt);
+        return result.wallet;
+      } finally {
+        manual = false;
+      }
+    },
+    {
+      validator: () => {
+        if (ended) throw ApplicationFailure.nonRetryable('The wallet is terminated', WALLET_TERMINATED);
+        if (manual) throw ApplicationFailure.nonRetryable('The wallet is being terminated', WALLET_TERMINATED);
+      },
+    },
+  );
+
+  while (!ended) {
+    const interrupted = () => rearm || manual || ended !== null;
+    if (manual) {
+      // A terminate update is running its activity: it ends the wallet (or fails and gives back).
+      await waitFor(() => !manual || ended !== null);
+    } else if (expirationAt === null) {
+      await waitFor(interrupted);
+    } else {
+      const due = expirationAt;
+      const waited = await waitUntil(due, interrupted);
+      if (waited === 'elapsed' && !ended && !manual) {
+        const firedAt = Date.now();
+        // Acts for the expiration instant itself, so a late timer (a worker that was down) still
+        // records the wallet as terminated when it expired.
+        const result = await terminateWalletActivity({ walletId: input.walletId, at: new Date(due).toISOString(), reason: 'expired' });
+        finish(result, 'expired', firedAt);
+      }
+    }
+    rearm = false;
+    if (!ended && !manual && workflowInfo().continueAsNewSuggested) {
+      await condition(allHandlersFinished);
+      await continueAsNew<typeof walletWorkflow>({
+        walletId: input.walletId,
+        expirationAt: expirationAt === null ? null : new Date(expirationAt).toISOString(),
+      });
+    }
+  }
+  // A terminate update in flight finishes (and answers) before the workflow ends.
+  await condition(allHandlersFinished);
+  return ended!;
+}
