@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Models } from '../../db';
+import type { ApiKeyDoc } from '../../db/models/api-key';
 import { Unauthorized } from '../../errors';
 
 declare module 'fastify' {
@@ -44,10 +45,11 @@ export function registerApiKeyAuth(app: FastifyInstance, models: Models, now: ()
     if (!token || !RAW_KEY_PATTERN.test(token)) {
       throw new Unauthorized('Malformed Authorization header: expected "Bearer bsk_live_..."');
     }
-    const key = await models.ApiKey.findOne(
+    // The driver directly: this runs on every request, and the lookup needs no casting.
+    const key = await models.ApiKey.collection.findOne<Pick<ApiKeyDoc, '_id' | 'organization_id' | 'status' | 'expires_at' | 'last_used_at'>>(
       { key_hash: hashApiKey(token) },
-      { organization_id: 1, status: 1, expires_at: 1, last_used_at: 1 },
-    ).lean();
+      { projection: { organization_id: 1, status: 1, expires_at: 1, last_used_at: 1 } },
+    );
     if (!key) throw new Unauthorized('Unknown API key');
     if (key.status !== 'active') throw new Unauthorized('This API key has been revoked');
     const at = now();
