@@ -278,7 +278,7 @@ export async function finalizeInvoice(db: Db, deps: InvoiceDeps, invoiceId: stri
     : { totalCents: new Dec(0) };
   const afterCredits = due.minus(credited.totalCents);
   const prepaid = afterCredits.greaterThan(0)
-    ? await consumeWalletsForInvoice(db, { organizationId: invoice.organization_id, customerId: invoice.customer_id, currency: invoice.currency, invoiceId, amountCents: afterCredits, at })
+    ? await consumeWalletsForInvoice(db, { organizationId: invoice.organization_id, customerId: invoice.customer_id, currency: invoice.currency, invoiceId, amountCents: afterCredits, at }, deps)
     : { totalCents: new Dec(0) };
   const total = roundCents(afterCredits.minus(prepaid.totalCents));
   const paid = total.lessThanOrEqualTo(0);

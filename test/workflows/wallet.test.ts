@@ -94,12 +94,15 @@ function worker(activities = createWalletActivities({ models: db.models, tempora
 
 describe('walletWorkflow', () => {
   it('terminates the wallet exactly at expiration_at, and not a minute before', async () => {
-    const expiration = '2026-12-31T23:00:00.000Z';
+    // A fixed, exact instant: 23:00 UTC on the last day of next year (always ahead of the test
+    // server's clock, which starts at the real time).
+    const year = new Date(await env.currentTimeMs()).getUTCFullYear() + 1;
+    const expiration = `${year}-12-31T23:00:00.000Z`;
     const { walletId, handle } = await newWallet(expiration);
 
     const result = await (await worker()).runUntil(async () => {
       await waitForTimers(env, handle.workflowId, 1);
-      await sleepUntil('2026-12-31T22:59:00.000Z');
+      await sleepUntil(`${year}-12-31T22:59:00.000Z`);
       expect((await walletDoc(walletId)).status).toBe('active');
       expect(await handle.query(walletStateQuery)).toEqual({ status: 'active', expirationAt: expiration, terminatedAt: null });
 
