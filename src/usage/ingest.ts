@@ -136,7 +136,9 @@ export class Ingestor {
           };
           return;
         }
-        targets = [named];
+        // A named subscription takes the event only inside its life; outside it the event is
+        // stored (it is the client's data) but attributed to nobody, like an unnamed one.
+        targets = covers(named, timestamp) ? [named] : [];
       } else {
         targets = own.filter((s) => covers(s, timestamp) && chargesMetric(s, metric._id));
       }

@@ -34,7 +34,10 @@ export interface UsageRange {
   /** The subscription's start: recurring metrics count every event since then. */
   subscriptionStartedAt: Date;
   timezone: string;
-  /** For weighted_sum of the current period: integrate up to now. */
+  /**
+   * For weighted_sum of the current period: integrate up to now. Every other aggregation counts
+   * every event stamped inside the range (current usage is what has been reported for the period).
+   */
   now?: Date;
   proration?: ProrationRatio;
 }
@@ -44,7 +47,7 @@ function needsEvents(charge: ChargeView): boolean {
   if (charge.charge_model === 'dynamic') return true;
   if (charge.charge_model === 'percentage') {
     const p = charge.properties;
-    return ['fixed_amount', 'free_units_per_events', 'per_transaction_min_amount', 'per_transaction_max_amount'].some(
+    return ['fixed_amount', 'free_units_per_events', 'free_units_per_total_aggregation', 'per_transaction_min_amount', 'per_transaction_max_amount'].some(
       (key) => p[key] !== undefined && p[key] !== null,
     );
   }
@@ -110,7 +113,7 @@ async function fromEvents(db: Db, charge: ChargeView, metric: MetricView, range:
     const index = bucketOf(charge, event.properties);
     (index === null ? fallback : buckets[index]!).push(event);
   }
-  const context = { from: range.from, to: range.to, ...(range.now ? { now: range.now } : {}) };
+  const context = { from: range.from, to: range.to, ...(range.now && metric.aggregation_type === 'weighted_sum' ? { now: range.now } : {}) };
   return {
     default: aggregate(metric, fallback, context),
     filters: buckets.map((list) => aggregate(metric, list, context)),
@@ -118,24 +121,31 @@ async function fromEvents(db: Db, charge: ChargeView, metric: MetricView, range:
 }
 
 async function fromDailyRows(db: Db, charge: ChargeView, metric: MetricView, range: UsageRange) {
-  // Whole local days from the first midnight at or after `from`; a partial first day is read raw.
+  // Whole local days between the first midnight at or after `from` and the last midnight at or
+  // before `to` come from the daily rows; a partial first or last day (a subscription or trial
+  // starting mid-day, a termination mid-day) is read raw.
   const firstMidnight = startOfLocalDay(range.from, range.timezone).getTime() === range.from.getTime()
     ? range.from
     : startOfNextLocalDay(range.from, range.timezone);
-  const partialEvents = firstMidnight.getTime() > range.from.getTime()
-    ? await loadEvents(db, range, metric, range.from, firstMidnight < range.to ? firstMidnight : range.to)
+  const lastMidnight = startOfLocalDay(range.to, range.timezone);
+  const wholeDays = firstMidnight < lastMidnight;
+  const partialRanges: [Date, Date][] = wholeDays
+    ? [
+        ...(firstMidnight > range.from ? [[range.from, firstMidnight] as [Date, Date]] : []),
+        ...(lastMidnight < range.to ? [[lastMidnight, range.to] as [Date, Date]] : []),
+      ]
+    : [[range.from, range.to]];
+  const partialEvents = (await Promise.all(partialRanges.map(([from, to]) => loadEvents(db, range, metric, from, to)))).flat();
+  const rows = wholeDays
+    ? await db.models.DailyUsage.find(
+        {
+          subscription_id: range.subscriptionId,
+          billable_metric_id: metric._id,
+          usage_date: { $gte: localDate(firstMidnight, range.timezone), $lt: localDate(lastMidnight, range.timezone) },
+        },
+        { usage_value: 1, events_count: 1, dimensions_key: 1, usage_date: 1 },
+      ).lean()
     : [];
-  const rows =
-    firstMidnight < range.to
-      ? await db.models.DailyUsage.find(
-          {
-            subscription_id: range.subscriptionId,
-            billable_metric_id: metric._id,
-            usage_date: { $gte: localDate(firstMidnight, range.timezone), $lt: localDate(range.to, range.timezone) },
-          },
-          { usage_value: 1, events_count: 1, dimensions_key: 1, usage_date: 1 },
-        ).lean()
-      : [];
 
   const rowBuckets: { usage_date: string; usage_value: Decimal; events_count: number }[][] = charge.filters.map(() => []);
   const rowFallback: (typeof rowBuckets)[number] = [];
@@ -148,7 +158,7 @@ async function fromDailyRows(db: Db, charge: ChargeView, metric: MetricView, ran
       events_count: row.events_count,
     });
   }
-  // The partial day's raw events become one more daily row per bucket, so both parts combine
+  // The partial days' raw events become one more daily row per bucket, so both parts combine
   // exactly as the roll-up would (add for count/sum, max for max).
   const partialBuckets: UsageEvent[][] = charge.filters.map(() => []);
   const partialFallback: UsageEvent[] = [];
@@ -157,7 +167,7 @@ async function fromDailyRows(db: Db, charge: ChargeView, metric: MetricView, ran
     (index === null ? partialFallback : partialBuckets[index]!).push(event);
   }
   const combine = (rowsOfBucket: (typeof rowBuckets)[number], events: UsageEvent[]): AggregationResult => {
-    const extra = events.length > 0 ? aggregate({ ...metric, rounding_function: null, rounding_precision: null }, events, { from: range.from, to: firstMidnight }) : null;
+    const extra = events.length > 0 ? aggregate({ ...metric, rounding_function: null, rounding_precision: null }, events, { from: range.from, to: range.to }) : null;
     const all = extra && extra.eventsCount > 0 ? [...rowsOfBucket, { usage_date: 'partial', usage_value: extra.units, events_count: extra.eventsCount }] : rowsOfBucket;
     if (all.length === 0) return emptyAggregation();
     return { ...aggregateDailyRows(metric, all), perEventValues: [] };

@@ -218,7 +218,8 @@ function engine(
   const events: UsageEvent[] = stored
     .filter((e) => e.code === metric.code && e.subscription_ids.includes(subscriptionId))
     .map((e) => ({ transactionId: e.transaction_id, timestamp: new Date(e.timestamp), properties: e.properties }));
-  const context = { from: range.from, to: range.to, now: range.now ?? clock };
+  // Current usage counts every event reported for the period; only weighted_sum integrates up to now.
+  const context = { from: range.from, to: range.to, ...(metric.aggregation_type === 'weighted_sum' ? { now: range.now ?? clock } : {}) };
   const split = splitEventsByFilters(charge.filters, events);
   const filterAggregations = charge.filters.map((_, i) => aggregate(metric, split.filters[i]!, context));
   const fees = computeChargeFees(
@@ -666,12 +667,13 @@ describe('aggregations', () => {
     ]);
     const usage = await usageOf(org, customer.id);
     const [standard, percentage] = plan.charges.map((c) => chargeOf(usage, c.id));
-    // Both paths must see the same events: the engine, given now, sees only the 100.
+    // Both paths must see the same events: every event reported for the period, the one stamped
+    // after now included (current usage is "what has been reported for this period so far").
     expect(standard!.units).toBe(percentage!.units);
     expect(amountsOf(standard!)).toEqual(engine(metric, plan.charges[0]!, stored, subscriptionId).view);
     expect(amountsOf(percentage!)).toEqual(engine(metric, plan.charges[1]!, stored, subscriptionId).view);
-    // 100 x 1 = 100 and 100 x 10 % = 10.
-    expect([standard!.amount_cents, percentage!.amount_cents]).toEqual(['100.0000', '10.0000']);
+    // (100 + 50) x 1 = 150 and (100 + 50) x 10 % = 15.
+    expect([standard!.amount_cents, percentage!.amount_cents]).toEqual(['150.0000', '15.0000']);
   });
 });
 
