@@ -259,7 +259,10 @@ export async function finalizeInvoice(db: Db, deps: InvoiceDeps, invoiceId: stri
   const { Customer, Invoice, Organization } = db.models;
   const invoice = await Invoice.findById(invoiceId).lean();
   if (!invoice) throw new Error(`invoice ${invoiceId} not found`);
-  if (invoice.status !== 'draft' || invoice.deleted_at) return invoice;
+  if (invoice.deleted_at) return invoice;
+  // A retry after a crash between the status change and what follows it: do what follows again
+  // (each consequence is idempotent), so nothing is lost.
+  if (invoice.status !== 'draft') return invoice.finalized_at ? afterFinalization(db, deps, invoice, at) : invoice;
   const [organization, customer] = await Promise.all([
     Organization.findById(invoice.organization_id).lean(),
     Customer.findById(invoice.customer_id, { timezone: 1 }).lean(),
@@ -301,11 +304,18 @@ export async function finalizeInvoice(db: Db, deps: InvoiceDeps, invoiceId: stri
     },
     { returnDocument: 'after' },
   ).lean();
-  const result = finalized ?? (await Invoice.findById(invoiceId).lean())!;
-  await consumeCoupons(db, result);
-  await emitInvoiceEvent(db, deps, result, 'invoice.finalized', at);
-  if (result.status === 'paid') await emitInvoiceEvent(db, deps, result, 'invoice.paid', at);
-  return result;
+  return afterFinalization(db, deps, finalized ?? (await Invoice.findById(invoiceId).lean())!, at);
+}
+
+/** What follows the status change of finalization; idempotent, so a retry may run it again. */
+async function afterFinalization(db: Db, deps: InvoiceDeps, invoice: InvoiceDoc, at: Date): Promise<InvoiceDoc> {
+  await consumeCoupons(db, invoice);
+  const finalizedAt = invoice.finalized_at ?? at;
+  await emitInvoiceEvent(db, deps, invoice, 'invoice.finalized', finalizedAt);
+  if (invoice.status === 'paid' && invoice.paid_at && invoice.paid_at.getTime() === finalizedAt.getTime()) {
+    await emitInvoiceEvent(db, deps, invoice, 'invoice.paid', finalizedAt);
+  }
+  return invoice;
 }
 
 /**
@@ -357,6 +367,11 @@ export async function payInvoice(db: Db, deps: InvoiceDeps, invoiceId: string, a
 /** An invoice whose settlements reach its total becomes paid, exactly once (guarded update). */
 export async function markPaidIfSettled(db: Db, deps: InvoiceDeps, invoiceId: string, at: Date): Promise<InvoiceDoc> {
   const invoice = (await db.models.Invoice.findById(invoiceId).lean())!;
+  // Paid already (a retry after a crash before the event): announce it again (idempotent).
+  if (invoice.status === 'paid') {
+    await emitInvoiceEvent(db, deps, invoice, 'invoice.paid', invoice.paid_at ?? at);
+    return invoice;
+  }
   if (invoice.status !== 'finalized') return invoice;
   if ((await settledAmount(db, invoiceId)).lessThan(amountToSettle(invoice))) return invoice;
   const paid = await db.models.Invoice.findOneAndUpdate(
@@ -364,11 +379,9 @@ export async function markPaidIfSettled(db: Db, deps: InvoiceDeps, invoiceId: st
     { $set: { status: 'paid', paid_at: at, payment_status: 'succeeded', payment_overdue: false } },
     { returnDocument: 'after' },
   ).lean();
-  if (paid) {
-    await emitInvoiceEvent(db, deps, paid, 'invoice.paid', at);
-    return paid;
-  }
-  return (await db.models.Invoice.findById(invoiceId).lean())!;
+  const current = paid ?? (await db.models.Invoice.findById(invoiceId).lean())!;
+  if (current.status === 'paid') await emitInvoiceEvent(db, deps, current, 'invoice.paid', current.paid_at ?? at);
+  return current;
 }
 
 export async function voidInvoice(db: Db, deps: InvoiceDeps, invoiceId: string, at: Date): Promise<InvoiceDoc> {
@@ -377,11 +390,9 @@ export async function voidInvoice(db: Db, deps: InvoiceDeps, invoiceId: string, 
     { $set: { status: 'voided', voided_at: at, payment_overdue: false } },
     { returnDocument: 'after' },
   ).lean();
-  if (voided) {
-    await emitInvoiceEvent(db, deps, voided, 'invoice.voided', at);
-    return voided;
-  }
-  return (await db.models.Invoice.findById(invoiceId).lean())!;
+  const current = voided ?? (await db.models.Invoice.findById(invoiceId).lean())!;
+  if (current.status === 'voided') await emitInvoiceEvent(db, deps, current, 'invoice.voided', current.voided_at ?? at);
+  return current;
 }
 
 /** Only drafts are deleted (soft: the record stays, hidden, for the audit trail). */
@@ -401,6 +412,7 @@ export async function markInvoiceOverdue(db: Db, deps: InvoiceDeps, invoiceId: s
     { $set: { payment_overdue: true } },
     { returnDocument: 'after' },
   ).lean();
-  if (overdue) await emitInvoiceEvent(db, deps, overdue, 'invoice.payment_overdue', at);
-  return overdue ?? (await db.models.Invoice.findById(invoiceId).lean())!;
+  const current = overdue ?? (await db.models.Invoice.findById(invoiceId).lean())!;
+  if (current.status === 'finalized' && current.payment_overdue) await emitInvoiceEvent(db, deps, current, 'invoice.payment_overdue', at);
+  return current;
 }
