@@ -69,7 +69,9 @@ if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
   ui_line="Temporal UI:  http://127.0.0.1:$TEMPORAL_UI_PORT"
 fi
 
-export HOST PORT TEMPORAL_NAMESPACE TEMPORAL_TASK_QUEUE
+# One API process per core on this machine (each shares the listening socket).
+: "${API_WORKERS:=$(nproc 2>/dev/null || echo 1)}"
+export HOST PORT TEMPORAL_NAMESPACE TEMPORAL_TASK_QUEUE API_WORKERS
 log "worker (log: .data/logs/worker.log)"
 node dist/src/worker.js >"$DATA/logs/worker.log" 2>&1 &
 pids+=($!)

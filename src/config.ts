@@ -33,6 +33,11 @@ export const configSchema = z.object({
   PUBLIC_URL: z.url().optional(),
   /** Largest accepted request body, in bytes. */
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(50 * 1024 * 1024).default(1024 * 1024),
+  /**
+   * API processes on this machine (node:cluster, one listening socket). 1 in containers, where
+   * you scale by running more of them; the dev stack uses one per core.
+   */
+  API_WORKERS: z.coerce.number().int().min(1).max(64).default(1),
   /** How long graceful shutdown waits for in-flight requests, in milliseconds. */
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
 });

@@ -1,4 +1,6 @@
-// The API process: node dist/src/server.js (any number of instances).
+// The API process: node dist/src/server.js (any number of instances; API_WORKERS > 1 forks that
+// many processes sharing one listening socket).
+import cluster from 'node:cluster';
 import { buildApp } from './api/app';
 import { ConfigError, loadConfig } from './config';
 import { connectDb } from './db';
@@ -39,7 +41,38 @@ async function main(): Promise<void> {
   process.once('SIGTERM', () => shutdown('SIGTERM'));
 }
 
-main().catch((err: unknown) => {
+/** With API_WORKERS > 1 this process only supervises: it forks the workers and relays signals. */
+function supervise(workers: number): void {
+  for (let i = 0; i < workers; i++) cluster.fork();
+  let stopping = false;
+  cluster.on('exit', (worker, code) => {
+    if (stopping) {
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
+      return;
+    }
+    console.error(`API worker ${worker.process.pid} exited (${code}); stopping`);
+    stopping = true;
+    for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGTERM');
+    process.exitCode = 1;
+  });
+  const stop = (signal: NodeJS.Signals) => {
+    stopping = true;
+    for (const w of Object.values(cluster.workers ?? {})) w?.process.kill(signal);
+  };
+  process.once('SIGINT', () => stop('SIGTERM'));
+  process.once('SIGTERM', () => stop('SIGTERM'));
+}
+
+function start(): Promise<void> {
+  const config = loadConfig();
+  if (cluster.isPrimary && config.API_WORKERS > 1) {
+    supervise(config.API_WORKERS);
+    return Promise.resolve();
+  }
+  return main();
+}
+
+start().catch((err: unknown) => {
   if (err instanceof ConfigError) {
     console.error(err.message);
   } else {
