@@ -25,6 +25,7 @@ describe('loadConfig', () => {
       LOG_LEVEL: 'info',
       BODY_LIMIT_BYTES: 1024 * 1024,
       SHUTDOWN_TIMEOUT_MS: 10_000,
+      API_WORKERS: 1,
     });
     const config = loadConfig({});
     expect(config.BILLING_SIGNUP_TOKEN).toBeUndefined();
