@@ -10,13 +10,11 @@
 // polls until the workflow did it) or keep their drafts for 30 days and finalize on request.
 import { randomUUID } from 'node:crypto';
 import Decimal from 'decimal.js';
-import { NativeConnection, Worker } from '@temporalio/worker';
 import type { LightMyRequestResponse } from 'fastify';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createActivities } from '../../activities';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, expectError, expectUnknownFields, expectValidationError, ISO_MS_UTC, sleep, UUID } from '../support/http';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
-import { bundleWorkflows } from '../support/temporal';
+import { startStackWorker, type StackWorker } from '../support/worker';
 
 interface AppliedTaxBody {
   tax_id: string;
@@ -118,42 +116,19 @@ interface CustomerBody {
 }
 
 let stack: TestStack;
-let connection: NativeConnection;
-let workerRun: Promise<void>;
-let stopWorker: () => void = () => undefined;
-let workerError: unknown;
+let worker: StackWorker;
 
 function assertWorkerAlive() {
-  if (workerError !== undefined) throw new Error(`the worker stopped: ${String(workerError)}`);
+  worker.assertAlive();
 }
 
 beforeAll(async () => {
-  let bundle: Awaited<ReturnType<typeof bundleWorkflows>>;
-  [stack, connection, bundle] = await Promise.all([
-    createTestStack(),
-    NativeConnection.connect({ address: inject('temporalAddress') }),
-    bundleWorkflows(),
-  ]);
-  const worker = await Worker.create({
-    connection,
-    taskQueue: stack.taskQueue,
-    workflowBundle: bundle,
-    activities: createActivities({ db: stack.db, temporal: stack.temporal }),
-  });
-  // One worker for the whole file, running until afterAll.
-  const stopped = new Promise<void>((resolve) => {
-    stopWorker = resolve;
-  });
-  workerRun = worker.runUntil(stopped);
-  workerRun.catch((err: unknown) => {
-    workerError = err;
-  });
+  stack = await createTestStack();
+  worker = await startStackWorker(stack);
 }, 120_000);
 
 afterAll(async () => {
-  stopWorker();
-  await workerRun?.catch(() => undefined);
-  await connection?.close();
+  await worker?.stop();
   await stack?.close();
 });
 

@@ -4,16 +4,14 @@
 // The dev server runs in real time: every receiver here answers 200 (the retry schedule is covered
 // by test/workflows/webhook-delivery.test.ts on the time-skipping server).
 import { randomUUID } from 'node:crypto';
-import { NativeConnection, Worker } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createActivities } from '../../activities';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { workflowIds } from '../../src/temporal/workflow-ids';
 import { deliveryIdFor, webhookPayload } from '../../src/webhooks/emit-event';
 import { generateWebhookSecret, verifyWebhookSignature } from '../../src/webhooks/signature';
 import { eventually, expectError, expectValidationError, ISO_MS_UTC, sleep, UUID } from '../support/http';
 import { startReceiver, type ReceivedRequest, type Receiver } from '../support/receiver';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
-import { bundleWorkflows } from '../support/temporal';
+import { startStackWorker, type StackWorker } from '../support/worker';
 
 interface WebhookBody {
   id: string;
@@ -41,46 +39,20 @@ interface CustomerBody {
 }
 
 let stack: TestStack;
-let connection: NativeConnection;
 let receiver: Receiver;
-let worker: Worker;
-let workerRun: Promise<void>;
-let stopWorker: () => void = () => undefined;
-let workerError: unknown;
+let worker: StackWorker;
 
 function assertWorkerAlive() {
-  if (workerError !== undefined) throw new Error(`the worker stopped: ${String(workerError)}`);
+  worker.assertAlive();
 }
 
 beforeAll(async () => {
-  let bundle: Awaited<ReturnType<typeof bundleWorkflows>>;
-  [stack, connection, receiver, bundle] = await Promise.all([
-    createTestStack(),
-    NativeConnection.connect({ address: inject('temporalAddress') }),
-    startReceiver(),
-    bundleWorkflows(),
-  ]);
-  worker = await Worker.create({
-    connection,
-    taskQueue: stack.taskQueue,
-    workflowBundle: bundle,
-    activities: createActivities({ db: stack.db, temporal: stack.temporal }),
-  });
-  // One worker for the whole file, running until afterAll.
-  const stopped = new Promise<void>((resolve) => {
-    stopWorker = resolve;
-  });
-  workerRun = worker.runUntil(stopped);
-  // A crashed worker fails the waits below at once instead of letting them time out in silence.
-  workerRun.catch((err: unknown) => {
-    workerError = err;
-  });
+  [stack, receiver] = await Promise.all([createTestStack(), startReceiver()]);
+  worker = await startStackWorker(stack);
 }, 120_000);
 
 afterAll(async () => {
-  stopWorker();
-  await workerRun?.catch(() => undefined);
-  await connection?.close();
+  await worker?.stop();
   await receiver?.close();
   await stack?.close();
 });

@@ -1,0 +1,41 @@
+// One worker on the run's Temporal dev server for a whole test file, polling the stack's task
+// queue with the real activities.
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { inject } from 'vitest';
+import { createActivities } from '../../activities';
+import type { TestStack } from './stack';
+import { bundleWorkflows } from './temporal';
+
+export interface StackWorker {
+  /** Throws when the worker has stopped on an error (so waits fail at once, not by timeout). */
+  assertAlive(): void;
+  stop(): Promise<void>;
+}
+
+export async function startStackWorker(stack: TestStack): Promise<StackWorker> {
+  const [connection, bundle] = await Promise.all([NativeConnection.connect({ address: inject('temporalAddress') }), bundleWorkflows()]);
+  const worker = await Worker.create({
+    connection,
+    taskQueue: stack.taskQueue,
+    workflowBundle: bundle,
+    activities: createActivities({ db: stack.db, temporal: stack.temporal }),
+  });
+  let release: () => void = () => undefined;
+  const stopped = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let failure: unknown;
+  const run = worker.runUntil(stopped).catch((err: unknown) => {
+    failure = err;
+  });
+  return {
+    assertAlive() {
+      if (failure !== undefined) throw new Error(`the worker stopped: ${String(failure)}`);
+    },
+    async stop() {
+      release();
+      await run;
+      await connection.close();
+    },
+  };
+}
