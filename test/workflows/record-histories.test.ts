@@ -17,6 +17,9 @@ import { workflowIds } from '../../src/temporal/workflow-ids';
 import { emitEvent } from '../../src/webhooks/emit-event';
 import { generateWebhookSecret } from '../../src/webhooks/signature';
 import { payInvoiceUpdate } from '../../workflows/invoice';
+import { expirationChangedSignal, walletWorkflow } from '../../workflows/wallet';
+import { createWallet } from '../../src/billing/wallets';
+import { entitySearchAttributes } from '../../src/temporal/search-attributes';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { createTestDb } from '../support/stack';
 import { bundleWorkflows, createTimeSkippingEnv, waitForTimers } from '../support/temporal';
@@ -45,7 +48,7 @@ describe.skipIf(!record)('record workflow histories', () => {
     writeFileSync(join(dir, `${name}.json`), JSON.stringify(history, null, 1));
   }
 
-  it('records an invoice (grace period, finalize, overdue, pay) and a webhook delivery with retries', async () => {
+  it('records an invoice (grace period, finalize, overdue, pay), a webhook delivery with retries and a wallet expiry', async () => {
     const temporal = wrapClient(env.client, taskQueue);
     const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: await bundleWorkflows(), activities: createActivities({ db, temporal }) });
     await worker.runUntil(async () => {
@@ -76,6 +79,28 @@ describe.skipIf(!record)('record workflow histories', () => {
       }
       await env.client.workflow.getHandle(deliveryId).result();
       await save('webhook-delivery-retries', deliveryId);
+
+      // A wallet whose expiry is moved once (signal), then reached.
+      const start = await env.currentTimeMs();
+      const firstExpiry = new Date(start + 5 * 86_400_000);
+      const { wallet } = await createWallet(db, {
+        organizationId: org._id, customerId: customer._id, name: 'Prepaid', code: null, currency: 'USD', rateAmount: dec(1),
+        priority: 1, expirationAt: firstExpiry, initialGrantedCredits: dec(10), at: new Date(start),
+      });
+      const walletHandle = await env.client.workflow.start(walletWorkflow, {
+        taskQueue,
+        workflowId: workflowIds.wallet(wallet._id),
+        args: [{ walletId: wallet._id, expirationAt: firstExpiry.toISOString() }],
+        typedSearchAttributes: entitySearchAttributes({ organizationId: org._id, customerId: customer._id, entityType: 'wallet', status: 'active' }),
+      });
+      await waitForTimers(env, walletHandle.workflowId, 1);
+      const later = new Date(start + 9 * 86_400_000);
+      await db.models.Wallet.updateOne({ _id: wallet._id }, { $set: { expiration_at: later } });
+      await walletHandle.signal(expirationChangedSignal, later.toISOString());
+      await waitForTimers(env, walletHandle.workflowId, 2);
+      await env.sleep('10 days');
+      await walletHandle.result();
+      await save('wallet-expiry-rearmed', walletHandle.workflowId);
     });
   }, 120_000);
 });
