@@ -16,6 +16,7 @@ import type { Db } from '../db';
 import { isDuplicateKeyError } from '../db';
 import { newId } from '../db/base';
 import type { CreditNoteDoc, CreditNoteReason, CreditNoteStatus } from '../db/models/credit-note';
+import { customerLookup } from '../db/models/customer';
 import type { FeeDoc } from '../db/models/fee';
 import { Dec, ZERO } from '../domain/money';
 import type { WebhookEventType } from '../domain/webhook-schedule';
@@ -198,10 +199,7 @@ export async function createCreditNote(db: Db, deps: CreditNoteDeps, input: NewC
   if (!invoice) throw new NotFound(`Invoice "${input.invoiceId}" not found`, 'invoice_not_found');
 
   if (input.customerId !== undefined && input.customerId !== null) {
-    const customer = await Customer.findOne(
-      { organization_id: organizationId, deleted_at: null, $or: [{ _id: input.customerId }, { external_id: input.customerId }] },
-      { _id: 1 },
-    ).lean();
+    const customer = await Customer.findOne(customerLookup(organizationId, input.customerId), { _id: 1 }).lean();
     if (!customer) throw new NotFound(`Customer "${input.customerId}" not found`, 'customer_not_found');
     if (customer._id !== invoice.customer_id) throw Validation.field('customer_id', "is not the invoice's customer");
   }

@@ -11,6 +11,7 @@ import type { InvoiceDoc, InvoiceType } from '../db/models/invoice';
 import type { AppliedCoupon } from '../domain/coupons';
 import { assembleInvoice, type AssembledInvoice, type PricedFee } from '../domain/invoice-assembly';
 import { Dec, roundCents } from '../domain/money';
+import { localDate } from '../domain/periods';
 import { deterministicId } from '../ids';
 import { fromDecimal128, toDecimal128 } from '../api/decimal';
 import type { TemporalClient } from '../temporal/client';
@@ -245,10 +246,6 @@ export function amountToSettle(invoice: Pick<InvoiceDoc, 'total' | 'credit_notes
     .plus(fromDecimal128(invoice.prepaid_credit_amount) ?? 0);
 }
 
-function localIsoDate(at: Date, timezone: string): string {
-  return DateTime.fromJSDate(at, { zone: timezone }).toISODate()!;
-}
-
 /**
  * Finalizes a draft (billing-rules.md, Invoice life): the next number of the organization's
  * gapless sequence, issuing and due dates, credit notes then wallets against what is due, the
@@ -271,7 +268,7 @@ export async function finalizeInvoice(db: Db, deps: InvoiceDeps, invoiceId: stri
   const timezone = customer?.timezone ?? organization.timezone;
 
   const sequence = await takeDocumentNumber(db, { organizationId: invoice.organization_id, kind: 'invoice', documentId: invoice._id });
-  const issuingDate = localIsoDate(at, timezone);
+  const issuingDate = localDate(at, timezone);
   const dueDate = DateTime.fromISO(issuingDate, { zone: timezone }).plus({ days: invoice.net_payment_term }).toISODate()!;
 
   // What is due after coupons and progressive billing credits (computed at generation).

@@ -90,6 +90,11 @@ export function startOfLocalDay(at: Date, timezone: string): Date {
 }
 
 /** The local midnight that ends the date `at` falls on (the start of the next date). */
+/** The local calendar date (YYYY-MM-DD) of an instant in a zone: daily usage rows, issuing dates. */
+export function localDate(at: Date, timezone: string): string {
+  return DateTime.fromJSDate(at, { zone: timezone }).toISODate()!;
+}
+
 export function startOfNextLocalDay(at: Date, timezone: string): Date {
   assertTimezone(timezone);
   const next = asCalendarDate(toLocalDate(at, timezone)).plus({ days: 1 });

@@ -4,7 +4,6 @@
 //
 // Exactly once: the unique (organization_id, transaction_id) index decides which of several
 // concurrent submissions of one event is stored; only that one adds to daily_usage.
-import { DateTime } from 'luxon';
 import type { AnyBulkWriteOperation } from 'mongodb';
 import type { Db } from '../db';
 import { newId } from '../db/base';
@@ -13,6 +12,7 @@ import type { EventDoc } from '../db/models/event';
 import type { SubscriptionDoc } from '../db/models/subscription';
 import { dailyContributionReader, dailyRollUpSupport } from '../domain/aggregation/daily';
 import { Dec } from '../domain/money';
+import { localDate } from '../domain/periods';
 import { toDecimal128 } from '../api/decimal';
 import type { CatalogView, MetricView } from './catalog-view';
 
@@ -44,11 +44,6 @@ export function dimensionsOf(metric: Pick<MetricView, 'filters'>, properties: Re
 
 export function dimensionsKey(dims: Record<string, string>): string {
   return JSON.stringify(dims);
-}
-
-/** The local calendar date of an instant in a zone: the daily pre-aggregate's day. */
-export function localDate(at: Date, timezone: string): string {
-  return DateTime.fromJSDate(at, { zone: timezone }).toISODate()!;
 }
 
 export function dailyRowId(subscriptionId: string, metricId: string, date: string, dimsKey: string): string {
@@ -202,9 +197,16 @@ export class Ingestor {
   private async rollUp(stored: { doc: EventDoc; metric: MetricView; timezone: string }[]): Promise<void> {
     const rows = new Map<string, { filter: Record<string, unknown>; combine: 'add' | 'max'; value: Dec; count: number; insert: Record<string, unknown> }>();
     const rolledIds: string[] = [];
+    // One reader per metric for the whole batch: an expression is parsed once, not per event.
+    const readers = new Map<string, ReturnType<typeof dailyContributionReader> | null>();
+    const readerOf = (metric: MetricView) => {
+      if (!readers.has(metric._id)) readers.set(metric._id, dailyRollUpSupport(metric).exact ? dailyContributionReader(metric) : null);
+      return readers.get(metric._id)!;
+    };
     for (const { doc, metric, timezone } of stored) {
-      if (doc.subscription_ids.length === 0 || !dailyRollUpSupport(metric).exact) continue;
-      const contribution = dailyContributionReader(metric)({ transactionId: doc.transaction_id, timestamp: doc.timestamp, properties: doc.properties });
+      const read = readerOf(metric);
+      if (doc.subscription_ids.length === 0 || !read) continue;
+      const contribution = read({ transactionId: doc.transaction_id, timestamp: doc.timestamp, properties: doc.properties });
       rolledIds.push(doc._id);
       if (!contribution) continue; // not numeric: contributes nothing (and counts nothing)
       const date = localDate(doc.timestamp, timezone);

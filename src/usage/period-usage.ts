@@ -12,10 +12,9 @@ import { aggregate, aggregateDailyRows, carriesOver, dailyRollUpSupport } from '
 import { matchingFilterIndex } from '../domain/charge-filters';
 import { type ChargeFees, computeChargeFees, FULL_PERIOD, type ProrationRatio } from '../domain/charges';
 import { Dec } from '../domain/money';
-import { startOfLocalDay, startOfNextLocalDay } from '../domain/periods';
+import { localDate, startOfLocalDay, startOfNextLocalDay } from '../domain/periods';
 import type { AggregationResult, UsageEvent } from '../domain/usage-types';
 import type { ChargeView, MetricView, PlanView } from './catalog-view';
-import { localDate } from './ingest';
 
 export interface ChargeUsage {
   charge: ChargeView;

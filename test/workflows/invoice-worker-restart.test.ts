@@ -9,6 +9,7 @@ import { createActivities } from '../../activities';
 import { takeDocumentNumber } from '../../src/billing/document-numbers';
 import { createWallet, consumeWalletsForInvoice } from '../../src/billing/wallets';
 import { dec } from '../../src/domain/money';
+import { eventually } from '../support/http';
 import { createOrganization, createTestStack, type TestStack } from '../support/stack';
 import { bundleWorkflows } from '../support/temporal';
 
@@ -23,16 +24,6 @@ afterAll(async () => {
   await connection?.close();
   await stack?.close();
 });
-
-async function until<T>(probe: () => Promise<T | null | undefined | false>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error('condition not reached in time');
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 it('leaves one number, one set of wallet transactions and one settlement per wallet after a worker restart mid-finalization', async () => {
   const org = await createOrganization(stack.app, { invoice_grace_period: 0, document_number_prefix: 'RST' });
@@ -75,16 +66,16 @@ it('leaves one number, one set of wallet transactions and one settlement per wal
   });
   expect(created.statusCode, created.body).toBe(201);
   const invoiceId = created.json<{ id: string }>().id;
-  await until(async () => crashed, 30_000);
+  await eventually(async () => (crashed ? true : undefined), 30_000, 'the first attempt to do its side effects');
   dying.shutdown();
   await dyingRun;
 
   const healthy = await Worker.create({ connection, taskQueue: stack.taskQueue, workflowBundle: bundle, activities: real });
   const invoice = await healthy.runUntil(
-    until(async () => {
+    eventually(async () => {
       const i = await stack.db.models.Invoice.findById(invoiceId).lean();
-      return i?.status === 'paid' && i;
-    }, 120_000),
+      return i?.status === 'paid' ? i : undefined;
+    }, 120_000, 'the invoice to be paid by the second worker'),
   );
 
   expect(invoice.number).toBe('RST-000001');

@@ -13,6 +13,7 @@ import { dec } from '../../src/domain/money';
 import { wrapClient, type TemporalClient } from '../../src/temporal/client';
 import { workflowIds } from '../../src/temporal/workflow-ids';
 import { deleteInvoiceUpdate, finalizeInvoiceUpdate, payInvoiceUpdate, voidInvoiceUpdate } from '../../workflows/invoice';
+import { eventually } from '../support/http';
 import { createTestDb } from '../support/stack';
 import { bundleWorkflows, createTimeSkippingEnv, waitForTimers } from '../support/temporal';
 
@@ -69,16 +70,6 @@ async function reload(id: string) {
   return (await db.models.Invoice.findById(id).lean())!;
 }
 
-async function until<T>(probe: () => Promise<T | null | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error('condition not reached');
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 describe('invoiceWorkflow', () => {
   it('keeps a draft for the grace period, finalizes it when it ends, and marks it overdue at the end of the due date', async () => {
     const { organization, customer } = await setup({ invoice_grace_period: 3, net_payment_term: 15, timezone: 'America/New_York' });
@@ -90,10 +81,10 @@ describe('invoiceWorkflow', () => {
     await env.sleep(3 * 86_400_000 - 60_000);
     expect((await reload(invoice._id)).status).toBe('draft'); // one minute before the grace period ends
     await env.sleep(60_000);
-    const finalized = await until(async () => {
+    const finalized = await eventually(async () => {
       const i = await reload(invoice._id);
-      return i.status === 'finalized' && i;
-    });
+      return i.status === 'finalized' ? i : undefined;
+    }, 20_000, 'finalization');
     const graceEnd = DateTime.fromJSDate(new Date(at.getTime() + 3 * 86_400_000), { zone: 'America/New_York' });
     expect(finalized.issuing_date).toBe(graceEnd.toISODate());
     expect(finalized.payment_due_date).toBe(graceEnd.plus({ days: 15 }).toISODate());
@@ -106,11 +97,11 @@ describe('invoiceWorkflow', () => {
     await env.sleep(overdueAt - (await env.currentTimeMs()) - 60_000);
     expect((await reload(invoice._id)).payment_overdue).toBe(false);
     await env.sleep(60_000);
-    await until(async () => (await reload(invoice._id)).payment_overdue);
-    const events = await until(async () => {
+    await eventually(async () => ((await reload(invoice._id)).payment_overdue ? true : undefined), 20_000, 'payment_overdue');
+    const events = await eventually(async () => {
       const all = await db.models.LifecycleEvent.find({ organization_id: organization._id }).lean();
-      return all.length === 3 && all;
-    });
+      return all.length === 3 ? all : undefined;
+    }, 20_000, 'three lifecycle events');
     expect(events.map((e) => e.type).sort()).toEqual(['invoice.created', 'invoice.finalized', 'invoice.payment_overdue']);
     expect(events.find((e) => e.type === 'invoice.payment_overdue')?.occurred_at.getTime()).toBe(overdueAt);
 

@@ -10,7 +10,7 @@ import { BadRequest, Conflict, type FieldError, NotFound, Validation } from '../
 import { listPage, uniqueWrite } from '../catalog';
 import { d4OrNull, decimal4, decimalInput, fromDecimal128, toDecimal128 } from '../decimal';
 import { currencyCode, idParams, iso, isoDateTimeInput, listQuery, nullableTimestamp, responses, timestamp } from '../http';
-import { customerLookup } from './customers';
+import { customerLookup } from '../../db/models/customer';
 
 const code = z.string().trim().min(1).max(255);
 

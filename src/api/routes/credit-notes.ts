@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { customerLookup } from '../../db/models/customer';
 import { createCreditNote, finalizeCreditNote, toCreditNoteResource, voidCreditNote, type CreditNoteDeps } from '../../billing/credit-notes';
 import { CREDIT_NOTE_REASONS, type CreditNoteDoc } from '../../db/models/credit-note';
 import { NotFound } from '../../errors';
@@ -105,10 +106,7 @@ export const creditNoteRoutes: FastifyPluginAsyncZod = async (app) => {
       const { skip, limit, customer_id, invoice_id, status } = request.query;
       const filter: Record<string, unknown> = { organization_id: request.organizationId };
       if (customer_id !== undefined) {
-        const customer = await Customer.findOne(
-          { organization_id: request.organizationId, $or: [{ _id: customer_id }, { external_id: customer_id }] },
-          { _id: 1 },
-        ).lean();
+        const customer = await Customer.findOne(customerLookup(request.organizationId, customer_id), { _id: 1 }).lean();
         // An unknown customer (or another organization's) simply has no credit notes here.
         filter.customer_id = customer?._id ?? customer_id;
       }

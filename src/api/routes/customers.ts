@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { QueryFilter } from 'mongoose';
 import { z } from 'zod';
 import { isDuplicateKeyError } from '../../db';
-import type { CustomerDoc } from '../../db/models/customer';
+import { customerLookup, type CustomerDoc } from '../../db/models/customer';
 import { BadRequest, Conflict, NotFound, Validation } from '../../errors';
 import { emitEvent } from '../../webhooks/emit-event';
 import { currencyCode, email, ianaTimezone, idParams, iso, listQuery, nullableTimestamp, responses, sendList, timestamp } from '../http';
@@ -68,15 +68,6 @@ export function toCustomer(doc: CustomerDoc): z.output<typeof customerResource> 
     deleted_at: iso(doc.deleted_at),
     created_at: iso(doc.created_at),
     updated_at: iso(doc.updated_at),
-  };
-}
-
-/** A live customer of the organization, addressed by id or by external_id (api-contract.md). */
-export function customerLookup(organizationId: string, idOrExternalId: string): QueryFilter<CustomerDoc> {
-  return {
-    organization_id: organizationId,
-    deleted_at: null,
-    $or: [{ _id: idOrExternalId }, { external_id: idOrExternalId }],
   };
 }
 

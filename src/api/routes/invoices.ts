@@ -10,7 +10,7 @@ import { workflowIds } from '../../temporal/workflow-ids';
 import { newId } from '../../db/base';
 import { d4, decimalInput, fromDecimal128 } from '../decimal';
 import { currencyCode, idParams, iso, listQuery, responses, sendList, timestamp } from '../http';
-import { customerLookup } from './customers';
+import { customerLookup } from '../../db/models/customer';
 import { feeResource, invoiceResource, toFeeResource, toInvoiceResource, type InvoiceResource } from './invoice-resource';
 import {
   deleteInvoiceUpdate,

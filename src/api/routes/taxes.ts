@@ -6,7 +6,7 @@ import { BadRequest, NotFound } from '../../errors';
 import { findByIdOrCode, listPage, live, uniqueWrite } from '../catalog';
 import { decimalInput, fromDecimal128, toDecimal128 } from '../decimal';
 import { idParams, iso, listQuery, nullableTimestamp, responses, sendList, timestamp } from '../http';
-import { customerLookup } from './customers';
+import { customerLookup } from '../../db/models/customer';
 
 const code = z.string().trim().min(1).max(255);
 const name = z.string().trim().min(1).max(255);

@@ -11,7 +11,7 @@ import { computeChargeUsage } from '../../usage/period-usage';
 import { loadTaxSets } from '../../usage/tax-sets';
 import { decimal4 } from '../decimal';
 import { idParams, iso, responses, timestamp } from '../http';
-import { customerLookup } from './customers';
+import { customerLookup } from '../../db/models/customer';
 
 const usageAmounts = { units: decimal4, events_count: z.number().int(), amount_cents: decimal4 };
 

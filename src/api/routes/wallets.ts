@@ -25,7 +25,7 @@ import { expirationChangedSignal, terminateWalletUpdate, WALLET_TERMINATED, wall
 import { listPage } from '../catalog';
 import { decimal4, decimalInput } from '../decimal';
 import { currencyCode, idParams, isoDateTimeInput, listQuery, nullableTimestamp, responses, timestamp } from '../http';
-import { customerLookup } from './customers';
+import { customerLookup } from '../../db/models/customer';
 
 const positiveDecimal = decimalInput({ min: 0 }).refine((v) => v.gt(0), 'must be greater than 0');
 const priority = z.number().int().min(1).max(50).describe('1 to 50; lower is consumed first');

@@ -1,4 +1,4 @@
-import { Schema } from 'mongoose';
+import { Schema, type QueryFilter } from 'mongoose';
 import { collectionOptions, uuidId, type BaseDoc } from '../base';
 
 export type BillingMetadata = Record<string, string | number | boolean>;
@@ -42,3 +42,12 @@ export const customerSchema = new Schema<CustomerDoc>(
 // be used again: live rows all have deleted_at null and collide, deleted rows differ by timestamp.
 customerSchema.index({ organization_id: 1, external_id: 1, deleted_at: 1 }, { unique: true });
 customerSchema.index({ organization_id: 1, deleted_at: 1, created_at: -1, _id: -1 });
+
+/** A live customer of the organization, addressed by id or by external_id (api-contract.md). */
+export function customerLookup(organizationId: string, idOrExternalId: string): QueryFilter<CustomerDoc> {
+  return {
+    organization_id: organizationId,
+    deleted_at: null,
+    $or: [{ _id: idOrExternalId }, { external_id: idOrExternalId }],
+  };
+}
