@@ -38,6 +38,13 @@ export const configSchema = z.object({
    * you scale by running more of them; the dev stack uses one per core.
    */
   API_WORKERS: z.coerce.number().int().min(1).max(64).default(1),
+  /**
+   * Billing day: subscriptions sharing a boundary (most are calendar-aligned) bill it spread over
+   * this window, each at its own deterministic offset. Amounts never depend on the offset.
+   */
+  BILLING_JITTER_WINDOW_SECONDS: z.coerce.number().int().min(0).max(86_400).default(120),
+  /** How often a subscription whose plan has usage thresholds checks its usage (progressive billing). */
+  PROGRESSIVE_BILLING_CHECK_MINUTES: z.coerce.number().int().min(1).max(44_640).default(60),
   /** How long graceful shutdown waits for in-flight requests, in milliseconds. */
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
 });

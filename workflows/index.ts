@@ -4,3 +4,4 @@ export { pingWorkflow, type PingResult } from './diagnostics';
 export { webhookDeliveryWorkflow, type WebhookDeliveryInput, type WebhookDeliveryResult } from './webhook-delivery';
 export { invoiceWorkflow, type InvoiceWorkflowInput } from './invoice';
 export { walletWorkflow, type WalletWorkflowInput, type WalletWorkflowResult } from './wallet';
+export { subscriptionWorkflow, type SubscriptionWorkflowInput } from './subscription';

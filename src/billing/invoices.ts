@@ -44,6 +44,8 @@ export interface NewInvoice {
   periodEndedAt?: Date | null;
   /** Extra assembly inputs (commitment, progressive billing credits) from subscription billing. */
   assembly?: Partial<Parameters<typeof assembleInvoice>[0]>;
+  /** Overrides the customer's or organization's grace period (progressive invoices: 0). */
+  gracePeriodDays?: number;
   at: Date;
 }
 
@@ -131,7 +133,7 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
     number: draftInvoiceNumber(organization.document_number_prefix, id),
     currency: input.currency,
     net_payment_term: customer.net_payment_term ?? organization.net_payment_term,
-    grace_period_days: customer.invoice_grace_period ?? organization.invoice_grace_period,
+    grace_period_days: input.gracePeriodDays ?? customer.invoice_grace_period ?? organization.invoice_grace_period,
     period_started_at: input.periodStartedAt ?? null,
     period_ended_at: input.periodEndedAt ?? null,
     fees_amount_cents: money(assembled.fees_amount_cents),

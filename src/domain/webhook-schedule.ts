@@ -22,6 +22,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'subscription.trial_ended',
   'subscription.canceled',
   'subscription.terminated',
+  'subscription.usage_threshold_reached',
   'invoice.created',
   'invoice.finalized',
   'invoice.paid',

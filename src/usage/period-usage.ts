@@ -39,6 +39,11 @@ export interface UsageRange {
    */
   now?: Date;
   proration?: ProrationRatio;
+  /**
+   * Billing-day scoping: when given, a charge whose metric is not in the set (no event in the
+   * range) is priced at zero units without reading usage. Recurring metrics are always read.
+   */
+  metricIdsWithEvents?: Set<string>;
 }
 
 /** Charge models that price from per-event values or event properties, not units alone. */
@@ -64,7 +69,10 @@ export async function computeChargeUsage(db: Db, plan: PlanView, metrics: Map<st
       if (!metric) throw new Error(`billable metric ${charge.billable_metric_id} of charge ${charge._id} not found`);
       const from = carriesOver(metric) ? range.subscriptionStartedAt : range.from;
       const useDaily = dailyRollUpSupport(metric).exact && !needsEvents(charge);
-      const aggregations = useDaily
+      const skip = range.metricIdsWithEvents !== undefined && !carriesOver(metric) && !range.metricIdsWithEvents.has(metric._id);
+      const aggregations = skip
+        ? { default: emptyAggregation(), filters: charge.filters.map(() => emptyAggregation()) }
+        : useDaily
         ? await fromDailyRows(db, charge, metric, { ...range, from })
         : await fromEvents(db, charge, metric, { ...range, from });
       const fees = computeChargeFees(

@@ -31,6 +31,10 @@ export interface SubscriptionDoc extends BaseDoc {
   current_period_started_at: Date | null;
   current_period_ending_at: Date | null;
   on_termination_action: OnTerminationAction;
+  /** The workflow's whole state after its last step: what the reconciler restarts it from. */
+  workflow_state: Record<string, unknown> | null;
+  /** The state's version: a projection write never replaces a newer one. */
+  state_version: number;
 }
 
 export const subscriptionSchema = new Schema<SubscriptionDoc>(
@@ -60,6 +64,8 @@ export const subscriptionSchema = new Schema<SubscriptionDoc>(
       enum: ['generate_invoice', 'generate_credit_note', 'skip'],
       default: 'generate_invoice',
     },
+    workflow_state: { type: Schema.Types.Mixed, default: null },
+    state_version: { type: Number, default: 0 },
   },
   collectionOptions<SubscriptionDoc>('subscriptions'),
 );

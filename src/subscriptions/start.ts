@@ -1,0 +1,73 @@
+// Building a subscriptionWorkflow's first state from the subscription document, and starting the
+// workflow: used by the API (creation) and by the reconciler (a missing workflow restarted).
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import type { SubscriptionDoc } from '../db/models/subscription';
+import type { TemporalClient } from '../temporal/client';
+import { entitySearchAttributes } from '../temporal/search-attributes';
+import { workflowIds } from '../temporal/workflow-ids';
+import { jitterFor, trialEndFor, type PlanSnapshot, type SubscriptionState } from './state';
+
+export interface BillingTiming {
+  /** Boundary steps run up to this long after the boundary (deterministic per subscription). */
+  jitterWindowMs: number;
+  /** How often usage is checked against a plan's usage thresholds. */
+  progressiveCheckMs: number;
+}
+
+export function planSnapshot(plan: { _id: string; amount_cents: unknown; interval: PlanSnapshot['interval']; currency: string }): PlanSnapshot {
+  return { id: plan._id, amount_cents: String(plan.amount_cents), interval: plan.interval, currency: plan.currency };
+}
+
+/** The state of a subscription whose workflow has not run yet. */
+export function initialState(doc: SubscriptionDoc, plan: PlanSnapshot, timezone: string, timing: BillingTiming): SubscriptionState {
+  const trialEnd = trialEndFor(doc.started_at, doc.trial_period_days);
+  return {
+    subscriptionId: doc._id,
+    organizationId: doc.organization_id,
+    customerId: doc.customer_id,
+    status: 'pending',
+    plan,
+    billingTime: doc.billing_time,
+    payInAdvance: doc.pay_in_advance,
+    timezone,
+    startedAt: doc.started_at.toISOString(),
+    trialEndsAt: trialEnd ? trialEnd.toISOString() : null,
+    trialEnded: trialEnd === null,
+    currentPeriod: null,
+    segmentFrom: null,
+    advanceFee: null,
+    pendingPlan: null,
+    downgradedAt: null,
+    endingAt: null,
+    canceledAt: null,
+    terminatedAt: null,
+    onTerminationAction: doc.on_termination_action,
+    progressive: { enabled: false, nextCheckAt: null },
+    announced: false,
+    jitterMs: jitterFor(doc._id, timing.jitterWindowMs),
+    progressiveCheckMs: timing.progressiveCheckMs,
+    version: 0,
+  };
+}
+
+/** Starts the subscription's workflow; a running one is kept (idempotent). Returns whether it started one. */
+export async function startSubscriptionWorkflow(temporal: TemporalClient, state: SubscriptionState): Promise<boolean> {
+  try {
+    const handle = await temporal.client.workflow.start('subscriptionWorkflow', {
+      workflowId: workflowIds.subscription(state.subscriptionId),
+      taskQueue: temporal.taskQueue,
+      args: [{ state, resumed: state.announced && state.status !== 'pending' }],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      typedSearchAttributes: entitySearchAttributes({
+        organizationId: state.organizationId,
+        customerId: state.customerId,
+        entityType: 'subscription',
+        status: state.status,
+      }),
+    });
+    return handle.firstExecutionRunId !== undefined;
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) return false;
+    throw err;
+  }
+}

@@ -1,0 +1,210 @@
+/**
+ * subscriptionWorkflow: one subscription's life (`subscription/<id>`), following the
+ * specification's subscription state table and billing-rules.md (Subscription lifecycle).
+ *
+ * Timers (all through waitUntil; they replace the specification's background tasks):
+ *   started_at          pending -> active (activation; in advance the first base fee)
+ *   trial end           subscription.trial_ended; in advance the rest of the period is billed
+ *                       (process_trial_expirations)
+ *   period boundary     + a per-subscription jitter: the ended period's invoice, a scheduled
+ *                       downgrade switched, a cancellation ended (generate_periodic_invoices,
+ *                       process_pending_downgrades)
+ *   threshold check     every progressiveCheckMs while the plan has usage thresholds
+ * Updates (validators refuse before anything is written; the API answers 4xx from them):
+ *   changePlan, cancel, terminate; ready (answers once the first step ran).
+ * Query: state.
+ * Ends when terminated, or canceled after its last invoice.
+ *
+ * Each step is one activity that receives the state and the instant it acts for and returns the
+ * next state; the workflow keeps that state (and carries it through continue-as-new).
+ */
+import {
+  allHandlersFinished,
+  ApplicationFailure,
+  condition,
+  continueAsNew,
+  defineQuery,
+  defineUpdate,
+  proxyActivities,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type { SubscriptionStepResult } from '../src/billing/subscription-billing';
+import type { SubscriptionResource } from '../src/subscriptions/resource';
+import { dueBy, isFinal, nextDue, type DueStep, type OnTerminationAction, type PlanSnapshot, type SubscriptionState } from '../src/subscriptions/state';
+import { BillingStatus } from '../src/temporal/search-attributes';
+import { waitFor, waitUntil } from './wait';
+
+const acts = proxyActivities<Activities>({
+  startToCloseTimeout: '5 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+
+export interface SubscriptionWorkflowInput {
+  state: SubscriptionState;
+  /** Set by continue-as-new: the first step already ran in an earlier run. */
+  resumed?: boolean;
+  /** Continue as new after this many steps even if the server does not suggest it (tests). */
+  maxStepsPerRun?: number;
+}
+
+export interface PlanChangeRequest {
+  plan: PlanSnapshot;
+}
+
+export interface EndRequest {
+  onTerminationAction?: OnTerminationAction;
+}
+
+export const changePlanUpdate = defineUpdate<SubscriptionResource, [PlanChangeRequest]>('changePlan');
+export const cancelUpdate = defineUpdate<SubscriptionResource, [EndRequest]>('cancel');
+export const terminateUpdate = defineUpdate<SubscriptionResource, [EndRequest]>('terminate');
+export const readyUpdate = defineUpdate<SubscriptionResource>('ready');
+export const subscriptionStateQuery = defineQuery<SubscriptionState>('state');
+
+function refuse(message: string, type: 'InvalidTransition' | 'Validation' = 'InvalidTransition'): never {
+  throw ApplicationFailure.nonRetryable(message, type);
+}
+
+export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Promise<{ status: SubscriptionState['status'] }> {
+  let state = input.state;
+  let resource: SubscriptionResource | null = null;
+  let started = input.resumed ?? false;
+  let busy = false;
+  let changes = 0;
+  let steps = 0;
+
+  /** One step at a time: a timer step and a command never interleave their writes. */
+  async function exclusive<T>(step: () => Promise<T>): Promise<T> {
+    await condition(() => !busy);
+    busy = true;
+    try {
+      return await step();
+    } finally {
+      busy = false;
+    }
+  }
+
+  function apply(result: SubscriptionStepResult): SubscriptionResource {
+    const statusChanged = result.state.status !== state.status;
+    state = result.state;
+    resource = result.subscription;
+    changes++;
+    steps++;
+    if (statusChanged) upsertSearchAttributes([{ key: BillingStatus, value: state.status }]);
+    return result.subscription;
+  }
+
+  async function run(due: DueStep): Promise<void> {
+    switch (due.kind) {
+      case 'activate':
+        apply(await acts.activateSubscription(state, due.for));
+        return;
+      case 'trial_end':
+        apply(await acts.endSubscriptionTrial(state, due.for));
+        return;
+      case 'boundary':
+        apply(await acts.billSubscriptionPeriod(state, due.for));
+        return;
+      case 'progressive':
+        apply(await acts.checkUsageThresholds(state, due.for));
+        return;
+    }
+  }
+
+  /** Runs every step whose instant has passed, in order (a past started_at bills its periods now). */
+  async function catchUp(): Promise<void> {
+    for (let due = dueBy(state, Date.now()); due; due = dueBy(state, Date.now())) await run(due);
+  }
+
+  const nowIso = () => new Date().toISOString();
+  const refuseIfOver = () => {
+    if (isFinal(state.status)) refuse(`The subscription is ${state.status}`);
+  };
+
+  setHandler(subscriptionStateQuery, () => state);
+
+  setHandler(readyUpdate, async () => {
+    await condition(() => started);
+    return resource ?? (await acts.readSubscription(state.subscriptionId));
+  });
+
+  setHandler(
+    changePlanUpdate,
+    (request) =>
+      exclusive(async () => {
+        await catchUp();
+        refuseIfOver();
+        return apply(await acts.changeSubscriptionPlan(state, request.plan, nowIso()));
+      }),
+    {
+      validator: (request) => {
+        refuseIfOver();
+        if (state.endingAt !== null) refuse('The subscription is canceled: its plan can no longer change');
+        if (request.plan.currency.toUpperCase() !== state.plan.currency.toUpperCase()) {
+          refuse(`plan_id: the plan is in ${request.plan.currency}, the subscription in ${state.plan.currency}`, 'Validation');
+        }
+        if (request.plan.id === state.plan.id && state.pendingPlan === null) {
+          refuse('The subscription is already on this plan and has no pending downgrade');
+        }
+      },
+    },
+  );
+
+  setHandler(
+    cancelUpdate,
+    (request) =>
+      exclusive(async () => {
+        await catchUp();
+        refuseIfOver();
+        if (state.status !== 'active' || state.endingAt !== null) refuse(`Only an active subscription can be canceled (this one is ${state.status}${state.endingAt ? ', already canceled' : ''})`);
+        return apply(await acts.cancelSubscription(state, nowIso(), request.onTerminationAction));
+      }),
+    {
+      validator: (_request) => {
+        refuseIfOver();
+        if (state.status !== 'active') refuse(`Only an active subscription can be canceled (this one is ${state.status})`);
+        if (state.endingAt !== null) refuse('The subscription is already canceled');
+      },
+    },
+  );
+
+  setHandler(
+    terminateUpdate,
+    (request) =>
+      exclusive(async () => {
+        await catchUp();
+        refuseIfOver();
+        return apply(await acts.terminateSubscription(state, nowIso(), request.onTerminationAction));
+      }),
+    { validator: (_request) => refuseIfOver() },
+  );
+
+  // The first step: a subscription starting later is only announced now.
+  if (!state.announced && Date.parse(state.startedAt) > Date.now()) {
+    await exclusive(async () => {
+      apply(await acts.announceSubscription(state, nowIso()));
+    });
+  }
+
+  while (!isFinal(state.status)) {
+    await exclusive(catchUp);
+    started = true;
+    if (isFinal(state.status)) break;
+
+    if (workflowInfo().continueAsNewSuggested || (input.maxStepsPerRun !== undefined && steps >= input.maxStepsPerRun)) {
+      await condition(() => allHandlersFinished() && !busy);
+      await continueAsNew<typeof subscriptionWorkflow>({ ...input, state, resumed: true });
+    }
+
+    const seen = changes;
+    const due = nextDue(state);
+    if (due) await waitUntil(due.at, () => changes !== seen);
+    else await waitFor(() => changes !== seen);
+  }
+  started = true;
+  await condition(allHandlersFinished);
+  return { status: state.status };
+}
