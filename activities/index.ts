@@ -2,6 +2,7 @@ import type { Db } from '../src/db';
 import type { TemporalClient } from '../src/temporal/client';
 import { createDiagnosticActivities } from './diagnostics';
 import { createInvoiceActivities } from './invoices';
+import { createReconcilerActivities } from './reconciler';
 import { createSubscriptionActivities } from './subscriptions';
 import { createWalletActivities } from './wallets';
 import { createWebhookActivities } from './webhooks';
@@ -22,6 +23,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createWalletActivities({ models: deps.db.models, temporal: deps.temporal }),
     ...createInvoiceActivities(deps.db, { models: deps.db.models, temporal: deps.temporal }),
     ...createSubscriptionActivities(deps.db, { models: deps.db.models, temporal: deps.temporal }),
+    ...createReconcilerActivities({ db: deps.db, temporal: deps.temporal }),
     ...createWebhookActivities({
       models: deps.db.models,
       temporal: deps.temporal,

@@ -5,3 +5,4 @@ export { webhookDeliveryWorkflow, type WebhookDeliveryInput, type WebhookDeliver
 export { invoiceWorkflow, type InvoiceWorkflowInput } from './invoice';
 export { walletWorkflow, type WalletWorkflowInput, type WalletWorkflowResult } from './wallet';
 export { subscriptionWorkflow, type SubscriptionWorkflowInput } from './subscription';
+export { reconcileSubscriptionsWorkflow, type ReconcileTotals, type ReconcileWorkflowInput } from './reconciler';

@@ -1,0 +1,107 @@
+import { log } from '@temporalio/activity';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import type { Db } from '../src/db';
+import type { SubscriptionDoc } from '../src/db/models/subscription';
+import { initialState, planSnapshot, startSubscriptionWorkflow, type BillingTiming } from '../src/subscriptions/start';
+import { isFinal, type SubscriptionState } from '../src/subscriptions/state';
+import type { TemporalClient } from '../src/temporal/client';
+import { workflowIds } from '../src/temporal/workflow-ids';
+
+export interface ReconcileInput {
+  /** Resume after this subscription id (the previous page's `nextAfterId`). */
+  afterId?: string;
+  /** Subscriptions per page (default 200). */
+  pageSize?: number;
+}
+
+export interface ReconcileResult {
+  checked: number;
+  restarted: number;
+  /** Subscription ids that could not be restarted (their plan or organization is gone): logged, left alone. */
+  skipped: string[];
+  /** The last id of this page, or null when it was the last page. */
+  nextAfterId: string | null;
+}
+
+/** Timing of a subscription that never had a workflow state (its first start was lost). */
+const RESTART_TIMING: BillingTiming = { jitterWindowMs: 0, progressiveCheckMs: 3_600_000 };
+const DEFAULT_PAGE_SIZE = 200;
+/** Describes in flight at once within a page. */
+const PARALLELISM = 16;
+
+/**
+ * The reconciler's one activity (run by reconcileSubscriptionsWorkflow, on the
+ * `reconcile-subscriptions` schedule): every pending or active subscription must have a running
+ * `subscription/<id>` workflow. One whose workflow is missing or closed (terminated by an
+ * operator, failed, lost with a Temporal namespace) is started again from the state its last step
+ * recorded on the document, else from the document itself. Idempotent: starting uses the
+ * conflict policy USE_EXISTING, so a workflow started meanwhile (by the API) is kept.
+ */
+export function createReconcilerActivities(deps: { db: Db; temporal: TemporalClient }) {
+  const { Subscription, Plan, Customer, Organization } = deps.db.models;
+
+  async function isRunning(subscriptionId: string): Promise<boolean> {
+    try {
+      const description = await deps.temporal.client.workflow.getHandle(workflowIds.subscription(subscriptionId)).describe();
+      return description.status.name === 'RUNNING';
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return false;
+      throw err;
+    }
+  }
+
+  /** The state to restart from, or null when the subscription cannot be restarted. */
+  async function stateOf(doc: SubscriptionDoc): Promise<SubscriptionState | null> {
+    if (doc.workflow_state) return doc.workflow_state as unknown as SubscriptionState;
+    const [plan, customer, organization] = await Promise.all([
+      Plan.findById(doc.plan_id).lean(),
+      Customer.findById(doc.customer_id, { timezone: 1 }).lean(),
+      Organization.findById(doc.organization_id, { timezone: 1 }).lean(),
+    ]);
+    if (!plan || !organization) return null;
+    const timezone = customer?.timezone ?? organization.timezone ?? 'UTC';
+    return initialState(doc, planSnapshot(plan), timezone, RESTART_TIMING);
+  }
+
+  return {
+    async reconcileSubscriptions(input: ReconcileInput): Promise<ReconcileResult> {
+      const pageSize = Math.max(1, Math.min(input.pageSize ?? DEFAULT_PAGE_SIZE, 1000));
+      const page = await Subscription.find({
+        status: { $in: ['pending', 'active'] },
+        ...(input.afterId ? { _id: { $gt: input.afterId } } : {}),
+      })
+        .sort({ _id: 1 })
+        .limit(pageSize)
+        .lean<SubscriptionDoc[]>();
+
+      let restarted = 0;
+      const skipped: string[] = [];
+      const check = async (doc: SubscriptionDoc) => {
+        if (await isRunning(doc._id)) return;
+        const state = await stateOf(doc);
+        if (!state || isFinal(state.status)) {
+          log.warn('subscription without a running workflow cannot be restarted', {
+            subscriptionId: doc._id,
+            reason: state ? `its recorded state is ${state.status}` : 'plan or organization not found',
+          });
+          skipped.push(doc._id);
+          return;
+        }
+        if (await startSubscriptionWorkflow(deps.temporal, state)) {
+          restarted++;
+          log.info('subscription workflow restarted', { subscriptionId: doc._id, from: doc.workflow_state ? 'workflow_state' : 'document' });
+        }
+      };
+      for (let i = 0; i < page.length; i += PARALLELISM) {
+        await Promise.all(page.slice(i, i + PARALLELISM).map(check));
+      }
+
+      return {
+        checked: page.length,
+        restarted,
+        skipped,
+        nextAfterId: page.length === pageSize ? page[page.length - 1]!._id : null,
+      };
+    },
+  };
+}

@@ -1,0 +1,47 @@
+/**
+ * reconcileSubscriptionsWorkflow: one pass of the reconciler, started by the Temporal Schedule
+ * `reconcile-subscriptions` (src/temporal/schedules.ts). It pages through every pending or active
+ * subscription (by id) with the reconcileSubscriptions activity, which restarts the workflow of
+ * any subscription whose `subscription/<id>` workflow is missing or closed. Owns nothing; each run
+ * ends after the last page. No timers: it only runs activities.
+ */
+import { continueAsNew, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+
+const { reconcileSubscriptions } = proxyActivities<Activities>({
+  startToCloseTimeout: '5 minutes',
+  // A pass that keeps failing ends (failed) instead of retrying forever: the schedule skips runs
+  // while one is still going (overlap SKIP), and its next run starts over.
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5 },
+});
+
+export interface ReconcileWorkflowInput {
+  pageSize?: number;
+  /** Carried through continue-as-new: where the pass resumes, and its totals so far. */
+  afterId?: string;
+  totals?: ReconcileTotals;
+}
+
+export interface ReconcileTotals {
+  pages: number;
+  checked: number;
+  restarted: number;
+  skipped: number;
+}
+
+export async function reconcileSubscriptionsWorkflow(input: ReconcileWorkflowInput = {}): Promise<ReconcileTotals> {
+  const totals: ReconcileTotals = input.totals ? { ...input.totals } : { pages: 0, checked: 0, restarted: 0, skipped: 0 };
+  let afterId = input.afterId;
+  for (;;) {
+    const page = await reconcileSubscriptions({ ...(afterId ? { afterId } : {}), ...(input.pageSize ? { pageSize: input.pageSize } : {}) });
+    totals.pages++;
+    totals.checked += page.checked;
+    totals.restarted += page.restarted;
+    totals.skipped += page.skipped.length;
+    if (page.nextAfterId === null) return totals;
+    afterId = page.nextAfterId;
+    if (workflowInfo().continueAsNewSuggested) {
+      await continueAsNew<typeof reconcileSubscriptionsWorkflow>({ ...input, afterId, totals });
+    }
+  }
+}
