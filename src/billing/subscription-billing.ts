@@ -32,7 +32,7 @@ import {
   type PlanSnapshot,
   type SubscriptionState,
 } from '../subscriptions/state';
-import { createCreditNote, type CreditNoteDeps } from './credit-notes';
+import { createCreditNote, finalizeCreditNote, type CreditNoteDeps } from './credit-notes';
 import { createInvoice, type InvoiceDeps } from './invoices';
 
 export type SubscriptionBillingDeps = InvoiceDeps & CreditNoteDeps;
@@ -516,6 +516,8 @@ export class SubscriptionBilling {
       at,
       idempotencyKey: key,
     });
+    // Issued at once: its balance goes to the customer's next invoices (the new plan's fee first).
+    await finalizeCreditNote(this.db, this.deps, { organizationId: state.organizationId, creditNoteId: note._id, at, idempotent: true });
     return note._id;
   }
 

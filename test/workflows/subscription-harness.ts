@@ -185,7 +185,8 @@ export async function advanceTo(h: Harness, subscriptionId: string, until: Date)
 }
 
 export async function invoicesOf(h: Harness, subscriptionId: string): Promise<InvoiceDoc[]> {
-  return h.db.models.Invoice.find({ subscription_id: subscriptionId }).sort({ created_at: 1, _id: 1 }).lean();
+  // Invoices issued by one step share their creation instant; their numbers follow the order of issue.
+  return h.db.models.Invoice.find({ subscription_id: subscriptionId }).sort({ created_at: 1, number: 1 }).lean();
 }
 
 export const cents = (value: unknown) => fromDecimal128(value)!.toFixed(0);
