@@ -25,6 +25,7 @@ import { healthRoutes } from './routes/health';
 import { organizationRoutes, signupRoutes } from './routes/organizations';
 import { taxRoutes } from './routes/taxes';
 import { walletRoutes } from './routes/wallets';
+import { subscriptionRoutes } from './routes/subscriptions';
 import { webhookRoutes } from './routes/webhooks';
 
 export interface AppDeps {
@@ -95,6 +96,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await scope.register(organizationRoutes);
       await scope.register(customerRoutes);
       await scope.register(planRoutes);
+      await scope.register(subscriptionRoutes);
       await scope.register(commitmentRoutes);
       await scope.register(usageThresholdRoutes);
       await scope.register(couponRoutes);
