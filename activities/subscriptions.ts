@@ -1,7 +1,21 @@
+import { heartbeat } from '@temporalio/activity';
 import type { Db } from '../src/db';
 import { SubscriptionBilling, type SubscriptionBillingDeps, type SubscriptionStepResult } from '../src/billing/subscription-billing';
 import { toSubscriptionResource, type SubscriptionResource } from '../src/subscriptions/resource';
 import type { OnTerminationAction, PlanSnapshot, SubscriptionState } from '../src/subscriptions/state';
+
+/**
+ * Heartbeats while a step runs, so that a worker that died mid-step is noticed within the
+ * workflow's heartbeat timeout (seconds) instead of the step's whole start-to-close timeout.
+ */
+async function alive<T>(step: () => Promise<T>): Promise<T> {
+  const timer = setInterval(() => heartbeat(), 5_000);
+  try {
+    return await step();
+  } finally {
+    clearInterval(timer);
+  }
+}
 
 /**
  * The subscriptionWorkflow's steps, one activity each so the Temporal UI names what happened.
@@ -12,28 +26,28 @@ export function createSubscriptionActivities(db: Db, deps: SubscriptionBillingDe
   const billing = new SubscriptionBilling(db, deps);
   return {
     async announceSubscription(state: SubscriptionState, at: string): Promise<SubscriptionStepResult> {
-      return billing.announce(state, new Date(at));
+      return alive(() => billing.announce(state, new Date(at)));
     },
     async activateSubscription(state: SubscriptionState, at: string): Promise<SubscriptionStepResult> {
-      return billing.activate(state, new Date(at));
+      return alive(() => billing.activate(state, new Date(at)));
     },
     async endSubscriptionTrial(state: SubscriptionState, at: string): Promise<SubscriptionStepResult> {
-      return billing.endTrial(state, new Date(at));
+      return alive(() => billing.endTrial(state, new Date(at)));
     },
     async billSubscriptionPeriod(state: SubscriptionState, boundary: string): Promise<SubscriptionStepResult> {
-      return billing.closePeriod(state, new Date(boundary));
+      return alive(() => billing.closePeriod(state, new Date(boundary)));
     },
     async checkUsageThresholds(state: SubscriptionState, at: string): Promise<SubscriptionStepResult> {
-      return billing.checkThresholds(state, new Date(at));
+      return alive(() => billing.checkThresholds(state, new Date(at)));
     },
     async changeSubscriptionPlan(state: SubscriptionState, plan: PlanSnapshot, at: string): Promise<SubscriptionStepResult> {
-      return billing.changePlan(state, plan, new Date(at));
+      return alive(() => billing.changePlan(state, plan, new Date(at)));
     },
     async cancelSubscription(state: SubscriptionState, at: string, action?: OnTerminationAction): Promise<SubscriptionStepResult> {
-      return billing.cancel(state, new Date(at), action);
+      return alive(() => billing.cancel(state, new Date(at), action));
     },
     async terminateSubscription(state: SubscriptionState, at: string, action?: OnTerminationAction): Promise<SubscriptionStepResult> {
-      return billing.terminate(state, new Date(at), action);
+      return alive(() => billing.terminate(state, new Date(at), action));
     },
     async readSubscription(subscriptionId: string): Promise<SubscriptionResource> {
       const doc = await db.models.Subscription.findById(subscriptionId).lean();

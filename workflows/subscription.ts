@@ -38,7 +38,9 @@ import { BillingStatus } from '../src/temporal/search-attributes';
 import { waitFor, waitUntil } from './wait';
 
 const acts = proxyActivities<Activities>({
-  startToCloseTimeout: '5 minutes',
+  startToCloseTimeout: '10 minutes',
+  // The steps heartbeat every 5 s: a dead worker's step is retried elsewhere after 30 s.
+  heartbeatTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 
@@ -163,9 +165,10 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         return apply(await acts.cancelSubscription(state, nowIso(), request.onTerminationAction));
       }),
     {
+      // A pending subscription whose start has passed is activated by the handler first.
       validator: (_request) => {
         refuseIfOver();
-        if (state.status !== 'active') refuse(`Only an active subscription can be canceled (this one is ${state.status})`);
+        if (state.status === 'pending' && Date.parse(state.startedAt) > Date.now()) refuse('Only an active subscription can be canceled (this one is pending)');
         if (state.endingAt !== null) refuse('The subscription is already canceled');
       },
     },

@@ -162,6 +162,8 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
     updated_at: input.at,
   };
   // Fees first: an invoice document is only ever visible with all its lines.
+  // (A periodic invoice may have no line at all: it is still issued, at zero.)
+  if (assembled.fees.length > 0) {
   await Fee.collection
     .insertMany(
       assembled.fees.map((fee) => ({
@@ -197,6 +199,7 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
     .catch((err: unknown) => {
       if (!isDuplicateKeyError(err)) throw err; // a retry: the lines are there already
     });
+  }
   let invoice: InvoiceDoc;
   try {
     invoice = (await Invoice.create(doc)).toObject();

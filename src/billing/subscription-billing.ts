@@ -221,7 +221,8 @@ export class SubscriptionBilling {
 
     if (changeDay.getTime() > segmentFrom.getTime()) {
       const old = await this.segmentLines(state, state.plan, period, segmentFrom, changeDay, changeDay, { baseFee: !state.payInAdvance });
-      if (old) {
+      // Outside period boundaries an invoice is only issued when it has something to bill.
+      if (old && old.fees.length > 0) {
         const invoice = await this.issue(state, old, segmentFrom, changeDay, at, `${state.subscriptionId}/${iso(segmentFrom)}/subscription`);
         invoiceIds.push(invoice._id);
       }
@@ -283,7 +284,7 @@ export class SubscriptionBilling {
       const billedUntil = earlier(startOfNextLocalDay(at, state.timezone), new Date(period.to));
       if (chosen !== 'skip') {
         const lines = await this.segmentLines(state, state.plan, period, segmentFrom, billedUntil, at, { baseFee: !state.payInAdvance });
-        if (lines) {
+        if (lines && lines.fees.length > 0) {
           const invoice = await this.issue(state, lines, segmentFrom, billedUntil, at, `${state.subscriptionId}/${iso(segmentFrom)}/subscription`);
           invoiceIds.push(invoice._id);
         }

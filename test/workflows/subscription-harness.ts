@@ -21,26 +21,54 @@ import { insertMetric, insertPlan } from '../support/catalog-fixtures';
 import { createTestDb } from '../support/stack';
 import { bundleWorkflows, createTimeSkippingEnv } from '../support/temporal';
 
+export type Activities = ReturnType<typeof createActivities>;
+
 export interface Harness {
   env: TestWorkflowEnvironment;
   db: Db;
   temporal: TemporalClient;
+  /** The real activities, for workers with some of them replaced. */
+  activities: Activities;
+  /** Stops the running worker (forcefully after a second) and starts one with `activities`. */
+  replaceWorker(activities: Activities): Promise<void>;
   close(): Promise<void>;
 }
 
-export async function startHarness(): Promise<Harness> {
+/**
+ * `sticky: false` keeps no workflow cache, so the server never routes a workflow's tasks to this
+ * worker's own queue: the test server does not fall back from a dead worker's sticky queue.
+ */
+export async function startHarness(options: { activities?: (real: Activities) => Activities; sticky?: boolean } = {}): Promise<Harness> {
   const taskQueue = `subscriptions-${randomUUID()}`;
   const [env, bundle, db] = await Promise.all([createTimeSkippingEnv(), bundleWorkflows(), createTestDb()]) as [TestWorkflowEnvironment, WorkflowBundleWithSourceMap, Db];
   const temporal = wrapClient(env.client, taskQueue);
-  const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: bundle, activities: createActivities({ db, temporal }) });
-  const running = worker.run();
+  const real = createActivities({ db, temporal });
+  const launch = async (activities: Activities) => {
+    const worker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue,
+      workflowBundle: bundle,
+      activities,
+      shutdownGraceTime: '1s',
+      shutdownForceTime: '2s',
+      ...(options.sticky === false ? { maxCachedWorkflows: 0 } : {}),
+    });
+    return { worker, running: worker.run().catch(() => undefined) };
+  };
+  let current = await launch(options.activities ? options.activities(real) : real);
   return {
     env,
     db,
     temporal,
+    activities: real,
+    async replaceWorker(activities) {
+      current.worker.shutdown();
+      await current.running;
+      current = await launch(activities);
+    },
     async close() {
-      worker.shutdown();
-      await running;
+      current.worker.shutdown();
+      await current.running;
       await env.teardown();
       await db.connection.dropDatabase().catch(() => undefined);
       await db.close();
