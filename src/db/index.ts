@@ -26,6 +26,7 @@ import { webhookEndpointSchema, type WebhookEndpointDoc } from './models/webhook
 import { walletSchema, type WalletDoc } from './models/wallet';
 import { walletTransactionSchema, type WalletTransactionDoc } from './models/wallet-transaction';
 import { walletConsumptionLeaseSchema, type WalletConsumptionLeaseDoc } from './models/wallet-consumption-lease';
+import { testClockSchema, type TestClockDoc } from './models/test-clock';
 
 export interface Models {
   Organization: Model<OrganizationDoc>;
@@ -55,6 +56,7 @@ export interface Models {
   Wallet: Model<WalletDoc>;
   WalletTransaction: Model<WalletTransactionDoc>;
   WalletConsumptionLease: Model<WalletConsumptionLeaseDoc>;
+  TestClock: Model<TestClockDoc>;
 }
 
 export interface Db {
@@ -95,6 +97,7 @@ function bindModels(connection: Connection): Models {
     Wallet: connection.model<WalletDoc>('Wallet', walletSchema),
     WalletTransaction: connection.model<WalletTransactionDoc>('WalletTransaction', walletTransactionSchema),
     WalletConsumptionLease: connection.model<WalletConsumptionLeaseDoc>('WalletConsumptionLease', walletConsumptionLeaseSchema),
+    TestClock: connection.model<TestClockDoc>('TestClock', testClockSchema),
   };
 }
 

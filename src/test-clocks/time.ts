@@ -1,0 +1,23 @@
+// "Now" for a customer: its test clock's frozen time when it is on one, else real time. Everything
+// that defaults or validates against the present for a customer (event timestamps, started_at,
+// current usage, API-driven transitions) asks here.
+import type { Db } from '../db';
+
+export interface ClockRef {
+  id: string;
+  /** The clock's frozen time, ISO. */
+  now: string;
+}
+
+/** The customer's test clock (live, not deleted), or null for a real customer. */
+export async function clockOfCustomer(db: Db, customer: { test_clock_id?: string | null }): Promise<ClockRef | null> {
+  if (!customer.test_clock_id) return null;
+  const clock = await db.models.TestClock.findOne({ _id: customer.test_clock_id, deleted_at: null }, { frozen_time: 1 }).lean();
+  return clock ? { id: clock._id, now: clock.frozen_time.toISOString() } : null;
+}
+
+/** The present for this customer: the clock's frozen time, or `realNow`. */
+export async function customerNow(db: Db, customer: { test_clock_id?: string | null }, realNow: Date): Promise<Date> {
+  const clock = await clockOfCustomer(db, customer);
+  return clock ? new Date(clock.now) : realNow;
+}
