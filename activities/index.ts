@@ -4,6 +4,7 @@ import { createDiagnosticActivities } from './diagnostics';
 import { createInvoiceActivities } from './invoices';
 import { createReconcilerActivities } from './reconciler';
 import { createSubscriptionActivities } from './subscriptions';
+import { createTestClockActivities } from './test-clocks';
 import { createWalletActivities } from './wallets';
 import { createWebhookActivities } from './webhooks';
 
@@ -23,6 +24,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createWalletActivities({ models: deps.db.models, temporal: deps.temporal }),
     ...createInvoiceActivities(deps.db, { models: deps.db.models, temporal: deps.temporal }),
     ...createSubscriptionActivities(deps.db, { models: deps.db.models, temporal: deps.temporal }),
+    ...createTestClockActivities({ db: deps.db, temporal: deps.temporal }),
     ...createReconcilerActivities({ db: deps.db, temporal: deps.temporal }),
     ...createWebhookActivities({
       models: deps.db.models,

@@ -6,3 +6,4 @@ export { invoiceWorkflow, type InvoiceWorkflowInput } from './invoice';
 export { walletWorkflow, type WalletWorkflowInput, type WalletWorkflowResult } from './wallet';
 export { subscriptionWorkflow, type SubscriptionWorkflowInput } from './subscription';
 export { reconcileSubscriptionsWorkflow, type ReconcileTotals, type ReconcileWorkflowInput } from './reconciler';
+export { testClockAdvanceWorkflow, type TestClockAdvanceInput } from './test-clock';

@@ -14,7 +14,8 @@ import { ApplicationFailure, condition, defineQuery, defineSignal, defineUpdate,
 import type { Activities } from '../activities';
 import type { InvoiceResource } from '../src/api/routes/invoice-resource';
 import { BillingStatus } from '../src/temporal/search-attributes';
-import { waitFor, waitUntil } from './wait';
+import type { ClockRef } from '../src/test-clocks/time';
+import { markFinished, nowIso, useClock, waitFor, waitUntil } from './wait';
 
 const acts = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
@@ -31,11 +32,15 @@ export interface InvoiceWorkflowInput {
   paymentOverdue?: boolean;
   /** ISO instant the invoice becomes overdue (finalized invoices). */
   overdueAt?: string | null;
+  /** The customer's test clock, if it is on one. */
+  clock?: ClockRef | null;
 }
 
 type Status = 'draft' | 'finalized' | 'paid' | 'voided' | 'deleted';
 
 export const finalizeInvoiceUpdate = defineUpdate<InvoiceResource>('finalize');
+/** Finalization acting for a given instant (a subscription step's, so its issuing date is that step's). */
+export const finalizeInvoiceAtUpdate = defineUpdate<InvoiceResource, [at: string]>('finalizeAt');
 export const payInvoiceUpdate = defineUpdate<InvoiceResource>('pay');
 export const voidInvoiceUpdate = defineUpdate<InvoiceResource>('void');
 export const deleteInvoiceUpdate = defineUpdate<InvoiceResource>('delete');
@@ -52,6 +57,7 @@ function refuse(message: string): never {
 export async function invoiceWorkflow(input: InvoiceWorkflowInput): Promise<{ status: Status }> {
   // Handlers are registered before the first await, so that an update sent right after the start
   // finds them; the state they validate against comes with the input.
+  useClock(input.clock);
   let status: Status = input.status ?? 'draft';
   let overdue = input.paymentOverdue ?? false;
   let overdueAt: number | null = input.overdueAt ? Date.parse(input.overdueAt) : null;
@@ -77,7 +83,7 @@ export async function invoiceWorkflow(input: InvoiceWorkflowInput): Promise<{ st
     return result.invoice;
   }
 
-  const now = () => new Date().toISOString();
+  const now = nowIso;
   /** `at`: the instant the step acts for (a timer's due instant, or now for a request). */
   const finalize = (at = now()) =>
     exclusive(async () => (status === 'draft' ? apply(await acts.finalizeInvoiceActivity(input.invoiceId, at)) : await acts.readInvoice(input.invoiceId)));
@@ -88,6 +94,11 @@ export async function invoiceWorkflow(input: InvoiceWorkflowInput): Promise<{ st
   });
   setHandler(finalizeInvoiceUpdate, () => finalize(), {
     validator: () => {
+      if (status !== 'draft') refuse(`Only a draft invoice can be finalized (this one is ${status})`);
+    },
+  });
+  setHandler(finalizeInvoiceAtUpdate, (at) => finalize(at), {
+    validator: (_at) => {
       if (status !== 'draft') refuse(`Only a draft invoice can be finalized (this one is ${status})`);
     },
   });
@@ -135,6 +146,7 @@ export async function invoiceWorkflow(input: InvoiceWorkflowInput): Promise<{ st
       await exclusive(async () => apply(await acts.settleInvoiceActivity(input.invoiceId, now())));
     }
   }
+  markFinished();
   await condition(allHandlersFinished);
   return { status };
 }

@@ -35,7 +35,8 @@ import type { SubscriptionStepResult } from '../src/billing/subscription-billing
 import type { SubscriptionResource } from '../src/subscriptions/resource';
 import { dueBy, isFinal, nextDue, type DueStep, type OnTerminationAction, type PlanSnapshot, type SubscriptionState } from '../src/subscriptions/state';
 import { BillingStatus } from '../src/temporal/search-attributes';
-import { waitFor, waitUntil } from './wait';
+import type { ClockRef } from '../src/test-clocks/time';
+import { currentClock, markFinished, now, nowIso, useClock, waitFor, waitUntil } from './wait';
 
 const acts = proxyActivities<Activities>({
   startToCloseTimeout: '10 minutes',
@@ -50,6 +51,8 @@ export interface SubscriptionWorkflowInput {
   resumed?: boolean;
   /** Continue as new after this many steps even if the server does not suggest it (tests). */
   maxStepsPerRun?: number;
+  /** The customer's test clock, if it is on one (carried through continue-as-new at its current time). */
+  clock?: ClockRef | null;
 }
 
 export interface PlanChangeRequest {
@@ -71,6 +74,7 @@ function refuse(message: string, type: 'InvalidTransition' | 'Validation' = 'Inv
 }
 
 export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Promise<{ status: SubscriptionState['status'] }> {
+  useClock(input.clock);
   let state = input.state;
   let resource: SubscriptionResource | null = null;
   let started = input.resumed ?? false;
@@ -118,10 +122,9 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
 
   /** Runs every step whose instant has passed, in order (a past started_at bills its periods now). */
   async function catchUp(): Promise<void> {
-    for (let due = dueBy(state, Date.now()); due; due = dueBy(state, Date.now())) await run(due);
+    for (let due = dueBy(state, now()); due; due = dueBy(state, now())) await run(due);
   }
 
-  const nowIso = () => new Date().toISOString();
   const refuseIfOver = () => {
     if (isFinal(state.status)) refuse(`The subscription is ${state.status}`);
   };
@@ -168,7 +171,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       // A pending subscription whose start has passed is activated by the handler first.
       validator: (_request) => {
         refuseIfOver();
-        if (state.status === 'pending' && Date.parse(state.startedAt) > Date.now()) refuse('Only an active subscription can be canceled (this one is pending)');
+        if (state.status === 'pending' && Date.parse(state.startedAt) > now()) refuse('Only an active subscription can be canceled (this one is pending)');
         if (state.endingAt !== null) refuse('The subscription is already canceled');
       },
     },
@@ -186,7 +189,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   );
 
   // The first step: a subscription starting later is only announced now.
-  if (!state.announced && Date.parse(state.startedAt) > Date.now()) {
+  if (!state.announced && Date.parse(state.startedAt) > now()) {
     await exclusive(async () => {
       apply(await acts.announceSubscription(state, nowIso()));
     });
@@ -199,7 +202,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
 
     if (workflowInfo().continueAsNewSuggested || (input.maxStepsPerRun !== undefined && steps >= input.maxStepsPerRun)) {
       await condition(() => allHandlersFinished() && !busy);
-      await continueAsNew<typeof subscriptionWorkflow>({ ...input, state, resumed: true });
+      await continueAsNew<typeof subscriptionWorkflow>({ ...input, state, resumed: true, clock: currentClock() });
     }
 
     const seen = changes;
@@ -208,6 +211,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     else await waitFor(() => changes !== seen);
   }
   started = true;
+  markFinished();
   await condition(allHandlersFinished);
   return { status: state.status };
 }

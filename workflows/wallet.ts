@@ -27,7 +27,8 @@ import type { Activities } from '../activities';
 import type { WalletTermination } from '../activities/wallets';
 import type { WalletView } from '../src/billing/wallets';
 import { BillingStatus } from '../src/temporal/search-attributes';
-import { waitFor, waitUntil } from './wait';
+import type { ClockRef } from '../src/test-clocks/time';
+import { currentClock, markFinished, now, useClock, waitFor, waitUntil } from './wait';
 
 const { terminateWalletActivity } = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
@@ -38,6 +39,8 @@ export interface WalletWorkflowInput {
   walletId: string;
   /** ISO instant, or null: no expiry. */
   expirationAt: string | null;
+  /** The customer's test clock, if it is on one. */
+  clock?: ClockRef | null;
 }
 
 export interface WalletWorkflowState {
@@ -62,6 +65,7 @@ export const walletStateQuery = defineQuery<WalletWorkflowState>('state');
 export const WALLET_TERMINATED = 'WalletTerminated';
 
 export async function walletWorkflow(input: WalletWorkflowInput): Promise<WalletWorkflowResult> {
+  useClock(input.clock);
   let expirationAt: number | null = input.expirationAt ? Date.parse(input.expirationAt) : null;
   let rearm = false;
   let manual = false;
@@ -92,7 +96,7 @@ export async function walletWorkflow(input: WalletWorkflowInput): Promise<Wallet
     terminateWalletUpdate,
     async () => {
       manual = true;
-      const decidedAt = Date.now();
+      const decidedAt = now();
       try {
         const result = await terminateWalletActivity({ walletId: input.walletId, at: new Date(decidedAt).toISOString(), reason: 'manual' });
         finish(result, 'manual', decidedAt);
@@ -120,7 +124,7 @@ export async function walletWorkflow(input: WalletWorkflowInput): Promise<Wallet
       const due = expirationAt;
       const waited = await waitUntil(due, interrupted);
       if (waited === 'elapsed' && !ended && !manual) {
-        const firedAt = Date.now();
+        const firedAt = now();
         // Acts for the expiration instant itself, so a late timer (a worker that was down) still
         // records the wallet as terminated when it expired.
         const result = await terminateWalletActivity({ walletId: input.walletId, at: new Date(due).toISOString(), reason: 'expired' });
@@ -133,10 +137,12 @@ export async function walletWorkflow(input: WalletWorkflowInput): Promise<Wallet
       await continueAsNew<typeof walletWorkflow>({
         walletId: input.walletId,
         expirationAt: expirationAt === null ? null : new Date(expirationAt).toISOString(),
+        clock: currentClock(),
       });
     }
   }
   // A terminate update in flight finishes (and answers) before the workflow ends.
+  markFinished();
   await condition(allHandlersFinished);
   return ended!;
 }

@@ -24,6 +24,7 @@ import { recordSettlement, settledAmount } from './settlements';
 import { consumeWalletsForInvoice } from './wallets';
 import { loadTaxSets } from '../usage/tax-sets';
 import { toInvoiceResource } from '../api/routes/invoice-resource';
+import { clockOfCustomer, type ClockRef } from '../test-clocks/time';
 
 export interface InvoiceDeps extends EmitDeps {
   temporal: TemporalClient;
@@ -96,7 +97,8 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
   const { Customer, Fee, Invoice, Organization } = db.models;
   const existing = await Invoice.findOne({ idempotency_key: input.idempotencyKey }).lean();
   if (existing) {
-    await startInvoiceWorkflow(deps.temporal, existing);
+    const owner = await Customer.findById(existing.customer_id, { test_clock_id: 1 }).lean();
+    await startInvoiceWorkflow(deps.temporal, existing, owner ? await clockOfCustomer(db, owner) : null);
     return existing;
   }
   const [organization, customer] = await Promise.all([
@@ -208,16 +210,20 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
     invoice = (await Invoice.findOne({ idempotency_key: input.idempotencyKey }).lean())!;
   }
   await emitInvoiceEvent(db, deps, invoice, 'invoice.created', input.at);
-  await startInvoiceWorkflow(deps.temporal, invoice);
+  await startInvoiceWorkflow(deps.temporal, invoice, await clockOfCustomer(db, customer));
   return invoice;
 }
 
-export async function startInvoiceWorkflow(temporal: TemporalClient, invoice: Pick<InvoiceDoc, '_id' | 'organization_id' | 'customer_id' | 'status' | 'created_at' | 'grace_period_days'>): Promise<void> {
+export async function startInvoiceWorkflow(
+  temporal: TemporalClient,
+  invoice: Pick<InvoiceDoc, '_id' | 'organization_id' | 'customer_id' | 'status' | 'created_at' | 'grace_period_days'>,
+  clock: ClockRef | null = null,
+): Promise<void> {
   try {
     await temporal.client.workflow.start('invoiceWorkflow', {
       workflowId: workflowIds.invoice(invoice._id),
       taskQueue: temporal.taskQueue,
-      args: [{ invoiceId: invoice._id, createdAt: invoice.created_at.toISOString(), gracePeriodDays: invoice.grace_period_days, status: invoice.status }],
+      args: [{ invoiceId: invoice._id, createdAt: invoice.created_at.toISOString(), gracePeriodDays: invoice.grace_period_days, status: invoice.status, clock }],
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       typedSearchAttributes: entitySearchAttributes({

@@ -475,7 +475,7 @@ export class SubscriptionBilling {
   private async finalizeInOrder(invoice: InvoiceDoc): Promise<void> {
     if (invoice.status !== 'draft' || invoice.grace_period_days !== 0) return;
     try {
-      await this.deps.temporal.client.workflow.getHandle(workflowIds.invoice(invoice._id)).executeUpdate('finalize');
+      await this.deps.temporal.client.workflow.getHandle(workflowIds.invoice(invoice._id)).executeUpdate('finalizeAt', { args: [invoice.created_at.toISOString()] });
     } catch (err) {
       // Already finalized by its own timer (the validator refuses a second finalization).
       if (!(err instanceof WorkflowUpdateFailedError)) throw err;

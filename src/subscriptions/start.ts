@@ -3,6 +3,7 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { SubscriptionDoc } from '../db/models/subscription';
 import type { TemporalClient } from '../temporal/client';
+import type { ClockRef } from '../test-clocks/time';
 import { entitySearchAttributes } from '../temporal/search-attributes';
 import { workflowIds } from '../temporal/workflow-ids';
 import { jitterFor, trialEndFor, type PlanSnapshot, type SubscriptionState } from './state';
@@ -51,12 +52,13 @@ export function initialState(doc: SubscriptionDoc, plan: PlanSnapshot, timezone:
 }
 
 /** Starts the subscription's workflow; a running one is kept (idempotent). Returns whether it started one. */
-export async function startSubscriptionWorkflow(temporal: TemporalClient, state: SubscriptionState): Promise<boolean> {
+/** `clock`: the customer's test clock, when it is on one (its workflows then follow that clock). */
+export async function startSubscriptionWorkflow(temporal: TemporalClient, state: SubscriptionState, clock: ClockRef | null = null): Promise<boolean> {
   try {
     const handle = await temporal.client.workflow.start('subscriptionWorkflow', {
       workflowId: workflowIds.subscription(state.subscriptionId),
       taskQueue: temporal.taskQueue,
-      args: [{ state, resumed: state.announced && state.status !== 'pending' }],
+      args: [{ state, resumed: state.announced && state.status !== 'pending', clock }],
       workflowIdConflictPolicy: 'USE_EXISTING',
       typedSearchAttributes: entitySearchAttributes({
         organizationId: state.organizationId,

@@ -19,7 +19,8 @@ export type BillingEntityTypeValue =
   | 'dunning_campaign'
   | 'payment_request'
   | 'webhook'
-  | 'diagnostic';
+  | 'diagnostic'
+  | 'test_clock';
 
 /** The typed search attributes of an entity workflow at start. */
 export function entitySearchAttributes(attrs: {

@@ -11,4 +11,6 @@ export const workflowIds = {
   paymentRequest: (id: string) => `payment-request/${id}`,
   webhook: (id: string) => `webhook/${id}`,
   diagnostic: (id: string) => `diagnostic/${id}`,
+  /** One advance of a test clock (a clock advances once at a time; each target is a new workflow). */
+  testClockAdvance: (id: string, target: string) => `test-clock/${id}/advance/${target}`,
 } as const;

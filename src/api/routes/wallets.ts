@@ -26,6 +26,7 @@ import { listPage } from '../catalog';
 import { decimal4, decimalInput } from '../decimal';
 import { currencyCode, idParams, isoDateTimeInput, listQuery, nullableTimestamp, responses, timestamp } from '../http';
 import { customerLookup } from '../../db/models/customer';
+import { clockOfCustomer, customerNow } from '../../test-clocks/time';
 
 const positiveDecimal = decimalInput({ min: 0 }).refine((v) => v.gt(0), 'must be greater than 0');
 const priority = z.number().int().min(1).max(50).describe('1 to 50; lower is consumed first');
@@ -124,11 +125,14 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
     if (expiration && expiration.getTime() <= app.deps.now().getTime()) throw Validation.field('expiration_at', 'must be in the future');
   }
 
-  function workflowStart(wallet: WalletDoc) {
+  /** The wallet's workflow; a customer on a test clock gets its expiry driven by the clock. */
+  async function workflowStart(wallet: WalletDoc) {
+    const customer = await Customer.findById(wallet.customer_id, { test_clock_id: 1 }).lean();
+    const clock = customer ? await clockOfCustomer(db, customer) : null;
     return {
       workflowId: workflowIds.wallet(wallet._id),
       taskQueue: temporal.taskQueue,
-      args: [{ walletId: wallet._id, expirationAt: wallet.expiration_at ? wallet.expiration_at.toISOString() : null }] as Parameters<typeof walletWorkflow>,
+      args: [{ walletId: wallet._id, expirationAt: wallet.expiration_at ? wallet.expiration_at.toISOString() : null, clock }] as Parameters<typeof walletWorkflow>,
       typedSearchAttributes: entitySearchAttributes({ organizationId: wallet.organization_id, customerId: wallet.customer_id, entityType: 'wallet', status: wallet.status }),
     };
   }
@@ -177,7 +181,7 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
           priority: body.priority,
           expirationAt: body.expiration_at ?? null,
           initialGrantedCredits: body.initial_granted_credits ?? null,
-          at: app.deps.now(),
+          at: await customerNow(db, customer, app.deps.now()),
         });
       } catch (err) {
         if (isDuplicateKeyError(err)) throw duplicate();
@@ -185,7 +189,7 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
       }
       const { wallet, transaction } = created;
       // The workflow owns expiry and termination from here on.
-      await temporal.client.workflow.start(walletWorkflow, { ...workflowStart(wallet), workflowIdConflictPolicy: 'USE_EXISTING' });
+      await temporal.client.workflow.start(walletWorkflow, { ...(await workflowStart(wallet)), workflowIdConflictPolicy: 'USE_EXISTING' });
       const resource = toWalletView(wallet);
       await announce(request.log, 'wallet.created', () =>
         emitEvent(emitDeps, {
@@ -257,7 +261,7 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
         // REJECT_DUPLICATE: a workflow that already ended (the wallet was just terminated) stays ended.
         try {
           await temporal.client.workflow.signalWithStart(walletWorkflow, {
-            ...workflowStart(updated),
+            ...(await workflowStart(updated)),
             workflowIdReusePolicy: 'REJECT_DUPLICATE',
             signal: expirationChangedSignal,
             signalArgs: [updated.expiration_at ? updated.expiration_at.toISOString() : null],
@@ -301,7 +305,7 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
         // The workflow ended (the wallet expired meanwhile) or never started (a failed creation).
         const now = await findWallet(request.organizationId, wallet._id);
         if (now.status !== 'active') throw terminatedError();
-        await temporal.client.workflow.start(walletWorkflow, { ...workflowStart(now), workflowIdConflictPolicy: 'USE_EXISTING' });
+        await temporal.client.workflow.start(walletWorkflow, { ...(await workflowStart(now)), workflowIdConflictPolicy: 'USE_EXISTING' });
         return terminate();
       }
     },

@@ -1,0 +1,123 @@
+// Advancing and deleting a test clock. An advance moves the clock's frozen_time to the target at
+// once (so every workflow started meanwhile starts at the target), then a testClockAdvanceWorkflow
+// delivers the new time to every workflow of the clock's customers and waits until each has caught
+// up, in rounds, until a round finds no workflow it had not already seen caught up. Then the clock
+// is `ready` again.
+import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import type { Db } from '../db';
+import type { TestClockDoc } from '../db/models/test-clock';
+import { InvalidTransition, Validation } from '../errors';
+import type { TemporalClient } from '../temporal/client';
+import { entitySearchAttributes } from '../temporal/search-attributes';
+import { workflowIds } from '../temporal/workflow-ids';
+
+export interface TestClockDeps {
+  db: Db;
+  temporal: TemporalClient;
+}
+
+/** Moves a ready clock to `advancing` at `target` and starts the advance; 400 while advancing, 422 backwards. */
+export async function startClockAdvance(deps: TestClockDeps, clock: TestClockDoc, target: Date): Promise<TestClockDoc> {
+  const { TestClock } = deps.db.models;
+  const moved = await TestClock.findOneAndUpdate(
+    { _id: clock._id, organization_id: clock.organization_id, deleted_at: null, status: 'ready', frozen_time: { $lt: target } },
+    { $set: { status: 'advancing', frozen_time: target, advance_started_at: new Date(), updated_at: new Date() } },
+    { returnDocument: 'after' },
+  ).lean();
+  if (!moved) {
+    const current = await TestClock.findById(clock._id).lean();
+    if (current?.status === 'advancing') throw new InvalidTransition('The test clock is already advancing; wait until it is ready');
+    throw Validation.field('frozen_time', `must be after the clock's frozen_time (${(current ?? clock).frozen_time.toISOString()})`);
+  }
+  try {
+    await deps.temporal.client.workflow.start('testClockAdvanceWorkflow', {
+      workflowId: workflowIds.testClockAdvance(clock._id, target.toISOString()),
+      taskQueue: deps.temporal.taskQueue,
+      args: [{ clockId: clock._id, target: target.toISOString() }],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      typedSearchAttributes: entitySearchAttributes({ organizationId: clock.organization_id, entityType: 'test_clock', status: 'advancing' }),
+    });
+  } catch (err) {
+    // Nothing will drive the clock: give it back (its workflows already follow the new time only once told).
+    await TestClock.updateOne({ _id: clock._id, status: 'advancing' }, { $set: { status: 'ready', frozen_time: clock.frozen_time, advance_started_at: null } });
+    throw err;
+  }
+  return moved;
+}
+
+/** The running workflows of a clock's customers: their subscriptions, open invoices and active wallets. */
+export async function clockWorkflowIds(db: Db, clockId: string): Promise<string[]> {
+  const customers = (await db.models.Customer.find({ test_clock_id: clockId }, { _id: 1 }).lean()).map((c) => c._id);
+  if (customers.length === 0) return [];
+  const [subscriptions, invoices, wallets] = await Promise.all([
+    db.models.Subscription.find({ customer_id: { $in: customers }, status: { $in: ['pending', 'active'] } }, { _id: 1 }).lean(),
+    db.models.Invoice.find({ customer_id: { $in: customers }, status: { $in: ['draft', 'finalized'] }, deleted_at: null }, { _id: 1 }).lean(),
+    db.models.Wallet.find({ customer_id: { $in: customers }, status: 'active' }, { _id: 1 }).lean(),
+  ]);
+  return [
+    ...subscriptions.map((s) => workflowIds.subscription(s._id)),
+    ...invoices.map((i) => workflowIds.invoice(i._id)),
+    ...wallets.map((w) => workflowIds.wallet(w._id)),
+  ];
+}
+
+/** Workflows that ended, never started, or do not follow a clock answer nothing: they have nothing due. */
+function isGone(err: unknown): boolean {
+  return err instanceof WorkflowNotFoundError || err instanceof WorkflowUpdateFailedError;
+}
+
+/**
+ * Tells each workflow the clock's new time and waits until it has caught up (at most `parallel`
+ * at once). Returns the workflows that confirmed.
+ */
+export async function deliverClockTime(deps: TestClockDeps, ids: string[], target: string, parallel = 32): Promise<string[]> {
+  const confirmed: string[] = [];
+  let next = 0;
+  const worker = async () => {
+    while (next < ids.length) {
+      const id = ids[next++]!;
+      try {
+        await deps.temporal.client.workflow.getHandle(id).executeUpdate('advanceTestClock', { args: [target] });
+        confirmed.push(id);
+      } catch (err) {
+        if (!isGone(err)) throw err;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(parallel, ids.length) }, worker));
+  return confirmed.sort();
+}
+
+/** The advance is over: the clock is ready at its target (unless deleted meanwhile). */
+export async function markClockReady(db: Db, clockId: string, target: Date): Promise<void> {
+  await db.models.TestClock.updateOne(
+    { _id: clockId, status: 'advancing', frozen_time: target },
+    { $set: { status: 'ready', advance_started_at: null, updated_at: new Date() } },
+  );
+}
+
+/**
+ * Deletes a clock: the workflows of its customers are terminated, its customers and the clock
+ * are marked deleted. Real customers are never touched: only customers whose test_clock_id is
+ * this clock are.
+ */
+export async function deleteTestClock(deps: TestClockDeps, clock: TestClockDoc, at: Date): Promise<void> {
+  const { Customer, Subscription, TestClock } = deps.db.models;
+  const ids = await clockWorkflowIds(deps.db, clock._id);
+  await Promise.all(
+    ids.map(async (id) => {
+      try {
+        await deps.temporal.client.workflow.getHandle(id).terminate('test clock deleted');
+      } catch (err) {
+        if (!(err instanceof WorkflowNotFoundError)) throw err;
+      }
+    }),
+  );
+  const customers = (await Customer.find({ test_clock_id: clock._id }, { _id: 1 }).lean()).map((c) => c._id);
+  await Subscription.updateMany(
+    { customer_id: { $in: customers }, status: { $in: ['pending', 'active'] } },
+    { $set: { status: 'terminated', terminated_at: at, ending_at: at, updated_at: at } },
+  );
+  await Customer.updateMany({ test_clock_id: clock._id, deleted_at: null }, { $set: { deleted_at: at, updated_at: at } });
+  await TestClock.updateOne({ _id: clock._id }, { $set: { deleted_at: at, status: 'ready', updated_at: at } });
+}
