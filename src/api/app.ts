@@ -26,6 +26,7 @@ import { organizationRoutes, signupRoutes } from './routes/organizations';
 import { taxRoutes } from './routes/taxes';
 import { walletRoutes } from './routes/wallets';
 import { subscriptionRoutes } from './routes/subscriptions';
+import { testClockRoutes } from './routes/test-clocks';
 import { webhookRoutes } from './routes/webhooks';
 
 export interface AppDeps {
@@ -109,6 +110,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await scope.register(invoiceRoutes);
       await scope.register(usageRoutes);
       await scope.register(creditNoteRoutes);
+      await scope.register(testClockRoutes);
     },
     { prefix: '/v1' },
   );

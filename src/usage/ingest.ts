@@ -79,8 +79,8 @@ export class Ingestor {
       this.catalog.metricsByCode(organizationId, [...new Set(inputs.map((i) => i.code))]),
       Customer.find(
         { organization_id: organizationId, external_id: { $in: externalCustomerIds }, deleted_at: null },
-        { external_id: 1, timezone: 1 },
-      ).lean<Pick<CustomerDoc, '_id' | 'external_id' | 'timezone'>[]>(),
+        { external_id: 1, timezone: 1, test_clock_id: 1 },
+      ).lean<Pick<CustomerDoc, '_id' | 'external_id' | 'timezone' | 'test_clock_id'>[]>(),
       Subscription.find({
         organization_id: organizationId,
         external_customer_id: { $in: externalCustomerIds },
@@ -88,6 +88,7 @@ export class Ingestor {
       }).lean<SubscriptionDoc[]>(),
     ]);
     const customerByExternalId = new Map(customers.map((c) => [c.external_id, c]));
+    const clockTimes = await this.clockTimes(customers);
     const subscriptionsByCustomer = new Map<string, SubscriptionDoc[]>();
     for (const s of subscriptions) {
       const list = subscriptionsByCustomer.get(s.external_customer_id) ?? [];
@@ -117,7 +118,26 @@ export class Ingestor {
         };
         return;
       }
-      const timestamp = input.timestamp ?? now;
+      // A test clock's customer lives at the clock's time: events default to it and none may come
+      // from after it (billing-wise they would be from the future).
+      let timestamp = input.timestamp ?? now;
+      if (customer.test_clock_id) {
+        const clockTime = clockTimes.get(customer.test_clock_id);
+        if (!clockTime) {
+          outcomes[index] = { status: 'invalid', code: 'customer_not_found', path: 'external_customer_id', message: "the customer's test clock is deleted" };
+          return;
+        }
+        if (input.timestamp && input.timestamp.getTime() > clockTime.getTime()) {
+          outcomes[index] = {
+            status: 'invalid',
+            code: 'validation_error',
+            path: 'timestamp',
+            message: `is after the customer's test clock time (${clockTime.toISOString()})`,
+          };
+          return;
+        }
+        timestamp = input.timestamp ?? clockTime;
+      }
       const own = subscriptionsByCustomer.get(input.external_customer_id) ?? [];
       let targets: SubscriptionDoc[];
       if (input.external_subscription_id !== undefined) {
@@ -191,6 +211,14 @@ export class Ingestor {
 
     await this.rollUp(stored);
     return outcomes.map((o) => o!);
+  }
+
+  /** The frozen time of each live test clock of these customers (no query when none is on a clock). */
+  private async clockTimes(customers: Pick<CustomerDoc, 'test_clock_id'>[]): Promise<Map<string, Date>> {
+    const ids = [...new Set(customers.flatMap((c) => (c.test_clock_id ? [c.test_clock_id] : [])))];
+    if (ids.length === 0) return new Map();
+    const clocks = await this.db.models.TestClock.find({ _id: { $in: ids }, deleted_at: null }, { frozen_time: 1 }).lean();
+    return new Map(clocks.map((c) => [c._id, c.frozen_time]));
   }
 
   /** Adds the stored events to daily_usage: one upsert per (subscription, metric, day, dimensions). */

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { isDuplicateKeyError } from '../../db';
 import { customerLookup, type CustomerDoc } from '../../db/models/customer';
 import { BadRequest, Conflict, NotFound, Validation } from '../../errors';
+import { customerNow } from '../../test-clocks/time';
 import { emitEvent } from '../../webhooks/emit-event';
 import { currencyCode, email, ianaTimezone, idParams, iso, listQuery, nullableTimestamp, responses, sendList, timestamp } from '../http';
 
@@ -21,17 +22,25 @@ const customerFields = {
   timezone: ianaTimezone.nullable().describe("IANA; null: the organization's"),
 };
 
-const createCustomerBody = z.strictObject({
-  external_id: z.string().trim().min(1).max(255),
-  ...Object.fromEntries(Object.entries(customerFields).map(([k, v]) => [k, v.optional()])),
-} as { external_id: z.ZodString } & { [K in keyof typeof customerFields]: z.ZodOptional<(typeof customerFields)[K]> });
+const testClockId = z.string().trim().min(1).max(255).nullable();
 
-const updateCustomerBody = z.strictObject({
-  external_id: z.string().optional().describe('immutable: accepted only when unchanged'),
-  ...Object.fromEntries(Object.entries(customerFields).map(([k, v]) => [k, v.optional()])),
-} as { external_id: z.ZodOptional<z.ZodString> } & {
-  [K in keyof typeof customerFields]: z.ZodOptional<(typeof customerFields)[K]>;
-});
+const createCustomerBody = z
+  .strictObject({
+    external_id: z.string().trim().min(1).max(255),
+    ...Object.fromEntries(Object.entries(customerFields).map(([k, v]) => [k, v.optional()])),
+  } as { external_id: z.ZodString } & { [K in keyof typeof customerFields]: z.ZodOptional<(typeof customerFields)[K]> })
+  .extend({
+    test_clock_id: testClockId.optional().describe('a test clock of the organization: everything of the customer follows it (immutable)'),
+  });
+
+const updateCustomerBody = z
+  .strictObject({
+    external_id: z.string().optional().describe('immutable: accepted only when unchanged'),
+    ...Object.fromEntries(Object.entries(customerFields).map(([k, v]) => [k, v.optional()])),
+  } as { external_id: z.ZodOptional<z.ZodString> } & {
+    [K in keyof typeof customerFields]: z.ZodOptional<(typeof customerFields)[K]>;
+  })
+  .extend({ test_clock_id: testClockId.optional().describe('immutable: accepted only when unchanged') });
 
 export const customerResource = z
   .object({
@@ -72,7 +81,7 @@ export function toCustomer(doc: CustomerDoc): z.output<typeof customerResource> 
 }
 
 export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
-  const { Customer, Organization } = app.deps.db.models;
+  const { Customer, Organization, TestClock } = app.deps.db.models;
   const tags = ['customers'];
 
   async function findCustomer(organizationId: string, id: string): Promise<CustomerDoc> {
@@ -86,6 +95,10 @@ export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
     { schema: { tags, summary: 'Create a customer', body: createCustomerBody, response: responses({ 201: customerResource }) } },
     async (request, reply) => {
       const body = request.body;
+      if (body.test_clock_id) {
+        const clock = await TestClock.exists({ _id: body.test_clock_id, organization_id: request.organizationId, deleted_at: null });
+        if (!clock) throw new NotFound('Test clock not found', 'test_clock_not_found');
+      }
       let currency = body.currency;
       if (!currency) {
         const org = await Organization.findById(request.organizationId, { default_currency: 1 }).lean();
@@ -94,6 +107,8 @@ export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
       try {
         const customer = (await Customer.create({ ...body, currency, organization_id: request.organizationId })).toObject();
         const resource = toCustomer(customer);
+        // A test clock's customer is announced at the clock's time, like everything of it.
+        const occurredAt = await customerNow(app.deps.db, customer, customer.created_at);
         // The customer exists whatever happens next: a failure to announce it is logged, not
         // turned into an error that would make the client retry into a 409.
         await emitEvent(
@@ -103,7 +118,7 @@ export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
             type: 'customer.created',
             idempotencyKey: `customer/${customer._id}/created`,
             object: resource,
-            occurredAt: customer.created_at,
+            occurredAt,
             customerId: customer._id,
           },
         ).catch((err: unknown) => request.log.error({ err, customerId: customer._id }, 'could not emit customer.created'));
@@ -164,9 +179,12 @@ export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       const current = await findCustomer(request.organizationId, request.params.id);
-      const { external_id, ...changes } = request.body;
+      const { external_id, test_clock_id, ...changes } = request.body;
       if (external_id !== undefined && external_id.trim() !== current.external_id) {
         throw Validation.field('external_id', 'is immutable');
+      }
+      if (test_clock_id !== undefined && test_clock_id !== (current.test_clock_id ?? null)) {
+        throw Validation.field('test_clock_id', 'is immutable');
       }
       const updated = await Customer.findOneAndUpdate(
         { _id: current._id, organization_id: request.organizationId, deleted_at: null },

@@ -24,7 +24,7 @@ const eventTimestamp = z
     }
     return date;
   })
-  .meta({ description: 'ISO 8601 or Unix seconds; default now' });
+  .meta({ description: "ISO 8601 or Unix seconds; default now (a test clock customer's: the clock's time, which it may not be after)" });
 
 const identifier = z.string().trim().min(1).max(255);
 

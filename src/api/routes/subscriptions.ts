@@ -16,6 +16,7 @@ import { Conflict, InvalidTransition, NotFound, Validation } from '../../errors'
 import { toSubscriptionResource, type SubscriptionResource } from '../../subscriptions/resource';
 import { initialState, planSnapshot, startSubscriptionWorkflow, type BillingTiming } from '../../subscriptions/start';
 import { isFinal, type SubscriptionState } from '../../subscriptions/state';
+import { clockOfCustomer, type ClockRef } from '../../test-clocks/time';
 import { workflowIds } from '../../temporal/workflow-ids';
 import { cancelUpdate, changePlanUpdate, readyUpdate, terminateUpdate } from '../../../workflows/subscription';
 import { listPage } from '../catalog';
@@ -40,7 +41,7 @@ const createSubscriptionBody = z.strictObject({
   billing_time: z.enum(BILLING_TIMES).default('calendar'),
   pay_in_advance: z.boolean().default(false),
   trial_period_days: z.number().int().min(0).max(3650).optional().describe("default: the plan's"),
-  started_at: isoDateTimeInput.optional().describe('default: now; in the future the subscription stays pending until then'),
+  started_at: isoDateTimeInput.optional().describe("default: now (the customer's test clock time, if it is on one); in the future the subscription stays pending until then"),
   on_termination_action: z.enum(ON_TERMINATION_ACTIONS).default('generate_invoice').describe('used when cancel or delete omit it'),
 });
 
@@ -132,13 +133,16 @@ export const subscriptionRoutes: FastifyPluginAsyncZod = async (app) => {
     return org?.timezone ?? 'UTC';
   }
 
+  /** A test clock's subscriptions step exactly at their instants: the clock, not the billing-day spread, sets the pace. */
+  const timingFor = (customer: { test_clock_id?: string | null }): BillingTiming => (customer.test_clock_id ? { ...timing, jitterWindowMs: 0 } : timing);
+
   /** The state the workflow resumes from: its last projection, else a first state rebuilt. */
   async function stateOf(doc: SubscriptionDoc): Promise<SubscriptionState> {
     if (doc.workflow_state) return doc.workflow_state as unknown as SubscriptionState;
     const plan = await Plan.findById(doc.plan_id).lean();
-    const customer = await Customer.findById(doc.customer_id, { timezone: 1 }).lean();
+    const customer = await Customer.findById(doc.customer_id, { timezone: 1, test_clock_id: 1 }).lean();
     if (!plan) throw new Error(`plan ${doc.plan_id} of subscription ${doc._id} not found`);
-    return initialState(doc, planSnapshot(plan), await timezoneFor(doc.organization_id, customer?.timezone ?? null), timing);
+    return initialState(doc, planSnapshot(plan), await timezoneFor(doc.organization_id, customer?.timezone ?? null), timingFor(customer ?? {}));
   }
 
   /**
@@ -164,7 +168,8 @@ export const subscriptionRoutes: FastifyPluginAsyncZod = async (app) => {
       const now = await Subscription.findById(doc._id).lean();
       if (!now) throw new NotFound('Subscription not found', 'subscription_not_found');
       if (isFinal(now.status)) throw over(now);
-      await startSubscriptionWorkflow(temporal, await stateOf(now));
+      const customer = await Customer.findById(now.customer_id, { test_clock_id: 1 }).lean();
+      await startSubscriptionWorkflow(temporal, await stateOf(now), customer ? await clockOfCustomer(db, customer) : null);
       // Its first step first: the validators judge the state they hold, and a pending state whose
       // started_at has passed is only activated by that step.
       await handle.executeUpdate(readyUpdate);
@@ -173,9 +178,9 @@ export const subscriptionRoutes: FastifyPluginAsyncZod = async (app) => {
   }
 
   /** The document as the workflow's first step left it, or as inserted when that cannot be had. */
-  async function afterFirstStep(log: FastifyBaseLogger, doc: SubscriptionDoc, state: SubscriptionState): Promise<SubscriptionResource> {
+  async function afterFirstStep(log: FastifyBaseLogger, doc: SubscriptionDoc, state: SubscriptionState, clock: ClockRef | null): Promise<SubscriptionResource> {
     try {
-      await startSubscriptionWorkflow(temporal, state);
+      await startSubscriptionWorkflow(temporal, state, clock);
       const handle = temporal.client.workflow.getHandle(workflowIds.subscription(doc._id));
       return await temporal.client.withDeadline(Date.now() + READY_TIMEOUT_MS, () => handle.executeUpdate(readyUpdate));
     } catch (err) {
@@ -201,6 +206,9 @@ export const subscriptionRoutes: FastifyPluginAsyncZod = async (app) => {
       const organizationId = request.organizationId;
       const customer = await Customer.findOne(customerLookup(organizationId, body.customer_id)).lean();
       if (!customer) throw new NotFound('Customer not found', 'customer_not_found');
+      const clock = await clockOfCustomer(db, customer);
+      // The customer of a deleted clock is being deleted with it: it never falls back to real time.
+      if (customer.test_clock_id && !clock) throw new NotFound('Customer not found', 'customer_not_found');
       const plan: PlanDoc = await findPlan(app, organizationId, body.plan_id);
       if (plan.currency !== customer.currency) {
         throw Validation.field('plan_id', `the plan is in ${plan.currency}, the customer in ${customer.currency}`);
@@ -219,11 +227,11 @@ export const subscriptionRoutes: FastifyPluginAsyncZod = async (app) => {
         billing_time: body.billing_time,
         pay_in_advance: body.pay_in_advance,
         trial_period_days: body.trial_period_days ?? plan.trial_period_days ?? 0,
-        started_at: body.started_at ?? app.deps.now(),
+        started_at: body.started_at ?? (clock ? new Date(clock.now) : app.deps.now()),
         on_termination_action: body.on_termination_action,
         state_version: 0,
       });
-      const state = initialState(draft.toObject(), planSnapshot(plan), await timezoneFor(organizationId, customer.timezone), timing);
+      const state = initialState(draft.toObject(), planSnapshot(plan), await timezoneFor(organizationId, customer.timezone), timingFor(customer));
       draft.workflow_state = state as unknown as Record<string, unknown>;
       let doc: SubscriptionDoc;
       try {
@@ -232,7 +240,7 @@ export const subscriptionRoutes: FastifyPluginAsyncZod = async (app) => {
         if (isDuplicateKeyError(err)) throw duplicate();
         throw err;
       }
-      return reply.status(201).send(await afterFirstStep(request.log, doc, state));
+      return reply.status(201).send(await afterFirstStep(request.log, doc, state, clock));
     },
   );
 

@@ -12,6 +12,7 @@ import { loadTaxSets } from '../../usage/tax-sets';
 import { decimal4 } from '../decimal';
 import { idParams, iso, responses, timestamp } from '../http';
 import { customerLookup } from '../../db/models/customer';
+import { customerNow } from '../../test-clocks/time';
 
 const usageAmounts = { units: decimal4, events_count: z.number().int(), amount_cents: decimal4 };
 
@@ -36,6 +37,13 @@ export const currentUsageResource = z
     ),
   })
   .meta({ id: 'CurrentUsage' });
+
+/** Where the current plan's part of `period` starts: the workflow's segment start when it lies inside the period, else the period start. */
+function segmentStart(subscription: Pick<SubscriptionDoc, 'workflow_state'>, period: { from: Date; to: Date }): Date {
+  const raw = subscription.workflow_state?.segmentFrom;
+  const at = typeof raw === 'string' ? new Date(raw) : null;
+  return at && !Number.isNaN(at.getTime()) && at > period.from && at < period.to ? at : period.from;
+}
 
 export const usageRoutes: FastifyPluginAsyncZod = async (app) => {
   const { db } = app.deps;
@@ -69,25 +77,28 @@ export const usageRoutes: FastifyPluginAsyncZod = async (app) => {
         throw Validation.field('subscription_id', `is required: the customer has ${candidates.length} active subscriptions`);
       }
       const subscription = candidates[0]!;
-      const [organization, plans] = await Promise.all([
+      const [organization, plans, now] = await Promise.all([
         Organization.findById(request.organizationId, { timezone: 1 }).lean(),
         catalog.plansById([subscription.plan_id], { fresh: true }),
+        customerNow(db, customer, app.deps.now()),
       ]);
       const plan = plans.get(subscription.plan_id);
       if (!plan) throw new NotFound('Plan not found', 'plan_not_found');
       const timezone = customer.timezone ?? organization?.timezone ?? 'UTC';
-      const now = app.deps.now();
 
       const schedule = { interval: plan.interval, billingTime: subscription.billing_time, anchor: subscription.started_at, timezone };
       const period =
         subscription.current_period_started_at && subscription.current_period_ending_at
           ? { from: subscription.current_period_started_at, to: subscription.current_period_ending_at }
           : periodContaining({ ...schedule, at: now < subscription.started_at ? subscription.started_at : now });
+      // After an upgrade the current plan's part of the period starts at the change (the part
+      // before it was billed with the old plan): the workflow's segment start, when it has one.
+      const segmentFrom = segmentStart(subscription, period);
       // Usage during a trial is not billed: the range starts when the trial ends.
       const trialEnd = subscription.trial_period_days > 0
         ? new Date(subscription.started_at.getTime() + subscription.trial_period_days * 86_400_000)
         : null;
-      const from = trialEnd && trialEnd > period.from ? (trialEnd < period.to ? trialEnd : period.to) : period.from;
+      const from = trialEnd && trialEnd > segmentFrom ? (trialEnd < period.to ? trialEnd : period.to) : segmentFrom;
       const periodDays = fullPeriodDays({ ...schedule, at: period.from });
       const usedDays = from < period.to ? countDays(from, period.to, timezone) : 0;
       const proration = usedDays === periodDays ? FULL_PERIOD : { usedDays: Math.max(usedDays, 1), periodDays };
