@@ -134,7 +134,10 @@ export const subscriptionRoutes: FastifyPluginAsyncZod = async (app) => {
   }
 
   /** A test clock's subscriptions step exactly at their instants: the clock, not the billing-day spread, sets the pace. */
-  const timingFor = (customer: { test_clock_id?: string | null }): BillingTiming => (customer.test_clock_id ? { ...timing, jitterWindowMs: 0 } : timing);
+  // On a test clock: no billing-day jitter (a boundary's invoice exists once the clock passed it) and
+  // progressive checks once a day of clock time (an hourly check would make a year's advance 8,760 steps).
+  const timingFor = (customer: { test_clock_id?: string | null }): BillingTiming =>
+    customer.test_clock_id ? { jitterWindowMs: 0, progressiveCheckMs: Math.max(timing.progressiveCheckMs, 86_400_000) } : timing;
 
   /** The state the workflow resumes from: its last projection, else a first state rebuilt. */
   async function stateOf(doc: SubscriptionDoc): Promise<SubscriptionState> {

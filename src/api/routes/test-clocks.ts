@@ -84,7 +84,7 @@ export const testClockRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         tags,
         summary: "Delete a test clock: its customers' workflows are terminated and its customers deleted",
-        description: 'Refused (400 test_clock_in_use) while a customer of the clock has a pending or active subscription.',
+        description: 'Refused (400 test_clock_in_use) while a customer of the clock has a pending or active subscription, and (400 test_clock_advancing) while the clock advances.',
         params: idParams,
         response: responses({ 200: testClockResource }),
       },
@@ -92,6 +92,8 @@ export const testClockRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       const organizationId = request.organizationId;
       const clock = await findClock(organizationId, request.params.id);
+      // Deleting terminates workflows an advance is driving: wait until the clock is ready.
+      if (clock.status === 'advancing') throw new BadRequest('The test clock is advancing; delete it once it is ready', 'test_clock_advancing');
       const customerIds = (await Customer.find({ organization_id: organizationId, test_clock_id: clock._id }, { _id: 1 }).lean()).map((c) => c._id);
       if (customerIds.length > 0) {
         const busy = await Subscription.exists({ organization_id: organizationId, customer_id: { $in: customerIds }, status: { $in: ['pending', 'active'] } });

@@ -42,6 +42,8 @@ export const customerSchema = new Schema<CustomerDoc>(
 // be used again: live rows all have deleted_at null and collide, deleted rows differ by timestamp.
 customerSchema.index({ organization_id: 1, external_id: 1, deleted_at: 1 }, { unique: true });
 customerSchema.index({ organization_id: 1, deleted_at: 1, created_at: -1, _id: -1 });
+// A test clock's customers: its advances, deletion and in-use check.
+customerSchema.index({ test_clock_id: 1 });
 
 /** A live customer of the organization, addressed by id or by external_id (api-contract.md). */
 export function customerLookup(organizationId: string, idOrExternalId: string): QueryFilter<CustomerDoc> {
