@@ -6,6 +6,7 @@
 // then advances the clock by one year and measures until it reports `ready`. Prints the time, the
 // invoices issued and their total.
 import { parseArgs } from 'node:util';
+import { performance } from 'node:perf_hooks';
 
 const { values } = parseArgs({
   options: {
