@@ -2,9 +2,8 @@
 // amount): a trial's end and its first invoice, a year of monthly usage, a scheduled downgrade, a
 // cancellation, an invoice's grace period, due date and overdue notice, a wallet's expiry,
 // progressive billing, the documentation's walk-through, the isolation of real customers, and an
-// advance refused while another runs; also a customer in another time zone. Three tests are
-// skipped, each with a comment naming a service bug (a clock customer's one-off invoices and
-// wallet changes follow real time).
+// advance refused while another runs; also a customer in another time zone, and a clock customer's
+// one-off invoices and wallet changes at the clock's time.
 //
 // Time only ever moves through `POST /v1/test_clocks/{id}/advance` (the `advance` helper below
 // waits until the clock is `ready`): nothing waits for real time to pass, so every amount and every
@@ -560,14 +559,7 @@ describe("an invoice's grace period and due date on a test clock", () => {
     expect(await invoice(a.id, graceOrg.headers)).toMatchObject({ status: 'finalized', payment_overdue: true });
     expect(await eventTimes(graceOrg.id, 'invoice.payment_overdue', a.id)).toEqual(['2030-02-14T00:00:00.000Z']);
   });
-  // BUG (src/api/routes/invoices.ts, createOneOff: `at: app.deps.now()`): a one-off invoice (and an
-  // add-on applied, POST /v1/add_ons/apply, same function) of a clock customer is created and
-  // finalized at real time: on a clock at 2030-01-01 it is issued 2026-11-21 (today), due
-  // 2026-12-21, and at once payment_overdue with invoice.payment_overdue at 2026-12-22T00:00Z,
-  // a date of neither the clock nor the real world. docs/test-clocks.md: a clock customer's
-  // "invoices leave their grace period, reach their due date and become overdue by the clock".
-  // Skipped until fixed.
-  it.skip("issues a one-off invoice of a clock customer at the clock's time and makes it overdue by the clock", async () => {
+  it("issues a one-off invoice of a clock customer at the clock's time and makes it overdue by the clock", async () => {
     const clock = await createClock('2030-01-01T00:00:00Z');
     const customer = await createCustomer(clock.id);
     const created = await ok<InvoiceBody>(
@@ -613,12 +605,7 @@ describe('a wallet of a test clock customer', () => {
     expect(listed.map((w) => w.id)).toEqual([created.id]);
   });
 
-  // BUG (src/api/routes/wallets.ts): for a clock customer, `wallet.created` is emitted with the
-  // wallet document's real created_at (occurredAt: wallet.created_at), and POST .../top_up records
-  // its transaction (and wallet_transaction.created) at app.deps.now(), real time, while the initial
-  // grant is at the clock's time. docs/test-clocks.md: "the webhooks its changes send carry the
-  // clock's timestamps". Skipped until fixed.
-  it.skip("announces its creation and records its transactions at the clock's time", async () => {
+  it("announces its creation and records its transactions at the clock's time", async () => {
     const clock = await createClock('2030-01-01T00:00:00Z');
     const customer = await createCustomer(clock.id);
     const wallet = await ok<WalletBody>(await post('/v1/wallets', { customer_id: customer.id, initial_granted_credits: '10' }), 201);
@@ -632,13 +619,7 @@ describe('a wallet of a test clock customer', () => {
     expect(await eventTimes(org.id, 'wallet.created', wallet.id)).toEqual(['2030-01-01T00:00:00.000Z']);
   });
 
-  // BUG (src/api/routes/wallets.ts, checkFuture): expiration_at is compared with real time
-  // (app.deps.now()), not the customer's clock: on a clock at 2025-01-01 an expiration_at of
-  // 2025-03-01 is refused (422 "must be in the future"); on a clock at 2030-01-01 an expiration_at
-  // of 2029-12-31 is accepted (201) and the wallet is terminated at once with terminated_at
-  // 2029-12-31, before it was created in the clock's time. PUT /v1/wallets/{id} shares the check.
-  // Skipped until fixed.
-  it.skip("judges expiration_at against the clock's time, not real time", async () => {
+  it("judges expiration_at against the clock's time, not real time", async () => {
     // A clock in the real past: an expiration after the clock's time is in the customer's future.
     const past = await createClock('2025-01-01T00:00:00Z');
     const early = await createCustomer(past.id);

@@ -4,6 +4,7 @@ import { customerLookup } from '../../db/models/customer';
 import { createCreditNote, finalizeCreditNote, toCreditNoteResource, voidCreditNote, type CreditNoteDeps } from '../../billing/credit-notes';
 import { CREDIT_NOTE_REASONS, type CreditNoteDoc } from '../../db/models/credit-note';
 import { NotFound } from '../../errors';
+import { customerNow } from '../../test-clocks/time';
 import { listPage } from '../catalog';
 import { decimal4, decimalInput } from '../decimal';
 import { idParams, listQuery, nullableTimestamp, responses, timestamp } from '../http';
@@ -63,6 +64,21 @@ export const creditNoteRoutes: FastifyPluginAsyncZod = async (app) => {
 
   const depsFor = (request: { log: CreditNoteDeps['log'] }): CreditNoteDeps => ({ temporal: app.deps.temporal, log: request.log });
 
+  /** The present of a customer (its test clock's time when it is on one), for a note's dates. */
+  async function nowOf(customerId: string | null | undefined): Promise<Date> {
+    if (!customerId) return app.deps.now();
+    const customer = await Customer.findById(customerId, { test_clock_id: 1 }).lean();
+    return customer ? customerNow(app.deps.db, customer, app.deps.now()) : app.deps.now();
+  }
+
+  async function invoiceCustomer(organizationId: string, invoiceId: string): Promise<string | null> {
+    return (await app.deps.db.models.Invoice.findOne({ _id: invoiceId, organization_id: organizationId }, { customer_id: 1 }).lean())?.customer_id ?? null;
+  }
+
+  async function noteCustomer(organizationId: string, noteId: string): Promise<string | null> {
+    return (await CreditNote.findOne({ _id: noteId, organization_id: organizationId }, { customer_id: 1 }).lean())?.customer_id ?? null;
+  }
+
   app.post(
     '/credit_notes',
     {
@@ -82,7 +98,7 @@ export const creditNoteRoutes: FastifyPluginAsyncZod = async (app) => {
         reason: body.reason,
         description: body.description ?? null,
         items: body.items,
-        at: app.deps.now(),
+        at: await nowOf(await invoiceCustomer(request.organizationId, body.invoice_id)),
       });
       return reply.status(201).send(toCreditNoteResource(note));
     },
@@ -141,7 +157,7 @@ export const creditNoteRoutes: FastifyPluginAsyncZod = async (app) => {
         await finalizeCreditNote(app.deps.db, depsFor(request), {
           organizationId: request.organizationId,
           creditNoteId: request.params.id,
-          at: app.deps.now(),
+          at: await nowOf(await noteCustomer(request.organizationId, request.params.id)),
         }),
       ),
   );
@@ -161,7 +177,7 @@ export const creditNoteRoutes: FastifyPluginAsyncZod = async (app) => {
         await voidCreditNote(app.deps.db, depsFor(request), {
           organizationId: request.organizationId,
           creditNoteId: request.params.id,
-          at: app.deps.now(),
+          at: await nowOf(await noteCustomer(request.organizationId, request.params.id)),
         }),
       ),
   );

@@ -1,4 +1,5 @@
 import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { customerNow } from '../../test-clocks/time';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { createInvoice } from '../../billing/invoices';
@@ -123,7 +124,7 @@ export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
       currency,
       idempotencyKey: key,
       fees,
-      at: app.deps.now(),
+      at: await customerNow(db, customer, app.deps.now()),
     });
     return withFees(invoice);
   }

@@ -121,8 +121,14 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
     return wallet;
   }
 
-  function checkFuture(expiration: Date | null | undefined): void {
-    if (expiration && expiration.getTime() <= app.deps.now().getTime()) throw Validation.field('expiration_at', 'must be in the future');
+  /** The customer's present: its test clock's time when it is on one. */
+  async function nowFor(customerId: string): Promise<Date> {
+    const customer = await Customer.findById(customerId, { test_clock_id: 1 }).lean();
+    return customer ? customerNow(db, customer, app.deps.now()) : app.deps.now();
+  }
+
+  function checkFuture(expiration: Date | null | undefined, now: Date): void {
+    if (expiration && expiration.getTime() <= now.getTime()) throw Validation.field('expiration_at', 'must be in the future');
   }
 
   /** The wallet's workflow; a customer on a test clock gets its expiry driven by the clock. */
@@ -162,7 +168,8 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
       if (!customer) throw new NotFound('Customer not found', 'customer_not_found');
       const currency = body.currency ?? customer.currency;
       if (currency !== customer.currency) throw Validation.field('currency', `must be the customer's currency (${customer.currency})`);
-      checkFuture(body.expiration_at);
+      const now = await customerNow(db, customer, app.deps.now());
+      checkFuture(body.expiration_at, now);
       const code = body.code ?? null;
       const duplicate = () => new Conflict(`The customer already has an active wallet with code "${code}"`);
       if (code && (await Wallet.exists({ organization_id: organizationId, customer_id: customer._id, code_slot: walletCodeSlot('', code) }))) {
@@ -181,7 +188,7 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
           priority: body.priority,
           expirationAt: body.expiration_at ?? null,
           initialGrantedCredits: body.initial_granted_credits ?? null,
-          at: await customerNow(db, customer, app.deps.now()),
+          at: now,
         });
       } catch (err) {
         if (isDuplicateKeyError(err)) throw duplicate();
@@ -197,7 +204,7 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
           type: 'wallet.created',
           idempotencyKey: `wallet/${wallet._id}/created`,
           object: { ...resource },
-          occurredAt: wallet.created_at,
+          occurredAt: now,
           customerId: wallet.customer_id,
         }),
       );
@@ -242,7 +249,7 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       const current = await findActiveWallet(request.organizationId, request.params.id);
       const body = request.body;
-      checkFuture(body.expiration_at);
+      checkFuture(body.expiration_at, await nowFor(current.customer_id));
       const changes: Partial<Pick<WalletDoc, 'name' | 'expiration_at' | 'priority'>> = {};
       if (body.name !== undefined) changes.name = body.name;
       if (body.priority !== undefined) changes.priority = body.priority;
@@ -323,13 +330,13 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request) => {
-      await findActiveWallet(request.organizationId, request.params.id);
+      const active = await findActiveWallet(request.organizationId, request.params.id);
       const result = await topUpWallet(db, {
         organizationId: request.organizationId,
         walletId: request.params.id,
         credits: request.body.credits,
         source: request.body.source,
-        at: app.deps.now(),
+        at: await nowFor(active.customer_id),
       });
       if (result.outcome === 'not_found') throw new NotFound('Wallet not found', 'wallet_not_found');
       if (result.outcome === 'terminated') throw terminatedError();
