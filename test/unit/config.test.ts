@@ -26,6 +26,8 @@ describe('loadConfig', () => {
       BODY_LIMIT_BYTES: 1024 * 1024,
       SHUTDOWN_TIMEOUT_MS: 10_000,
       API_WORKERS: 1,
+      BILLING_JITTER_WINDOW_SECONDS: 120,
+      PROGRESSIVE_BILLING_CHECK_MINUTES: 60,
     });
     const config = loadConfig({});
     expect(config.BILLING_SIGNUP_TOKEN).toBeUndefined();
@@ -46,6 +48,8 @@ describe('loadConfig', () => {
       PUBLIC_URL: 'https://billing.example.com',
       BODY_LIMIT_BYTES: '2048',
       SHUTDOWN_TIMEOUT_MS: '0',
+      BILLING_JITTER_WINDOW_SECONDS: '0',
+      PROGRESSIVE_BILLING_CHECK_MINUTES: '1440',
     });
     expect(config).toMatchObject({
       NODE_ENV: 'production',
@@ -60,6 +64,8 @@ describe('loadConfig', () => {
       PUBLIC_URL: 'https://billing.example.com',
       BODY_LIMIT_BYTES: 2048,
       SHUTDOWN_TIMEOUT_MS: 0,
+      BILLING_JITTER_WINDOW_SECONDS: 0,
+      PROGRESSIVE_BILLING_CHECK_MINUTES: 1440,
     });
   });
 
