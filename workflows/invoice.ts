@@ -16,6 +16,7 @@ import type { InvoiceResource } from '../src/api/routes/invoice-resource';
 import { BillingStatus } from '../src/temporal/search-attributes';
 import type { ClockRef } from '../src/test-clocks/time';
 import { markFinished, nowIso, useClock, waitFor, waitUntil } from './wait';
+import { stepLock } from './exclusive';
 
 const acts = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
@@ -62,18 +63,7 @@ export async function invoiceWorkflow(input: InvoiceWorkflowInput): Promise<{ st
   let overdue = input.paymentOverdue ?? false;
   let overdueAt: number | null = input.overdueAt ? Date.parse(input.overdueAt) : null;
   let settlementPending = false;
-  let busy = false;
-
-  /** One step at a time: a timer step and an update never interleave their writes. */
-  async function exclusive<T>(step: () => Promise<T>): Promise<T> {
-    await condition(() => !busy);
-    busy = true;
-    try {
-      return await step();
-    } finally {
-      busy = false;
-    }
-  }
+  const { exclusive } = stepLock();
 
   function apply(result: { invoice: InvoiceResource; deleted?: boolean; overdueAt?: string | null }): InvoiceResource {
     status = result.deleted ? 'deleted' : result.invoice.status;

@@ -37,6 +37,7 @@ import { dueBy, isFinal, nextDue, type DueStep, type OnTerminationAction, type P
 import { BillingStatus } from '../src/temporal/search-attributes';
 import type { ClockRef } from '../src/test-clocks/time';
 import { currentClock, markFinished, now, nowIso, useClock, waitFor, waitUntil } from './wait';
+import { stepLock } from './exclusive';
 
 const acts = proxyActivities<Activities>({
   startToCloseTimeout: '10 minutes',
@@ -78,20 +79,9 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   let state = input.state;
   let resource: SubscriptionResource | null = null;
   let started = input.resumed ?? false;
-  let busy = false;
+  const { exclusive, isBusy } = stepLock();
   let changes = 0;
   let steps = 0;
-
-  /** One step at a time: a timer step and a command never interleave their writes. */
-  async function exclusive<T>(step: () => Promise<T>): Promise<T> {
-    await condition(() => !busy);
-    busy = true;
-    try {
-      return await step();
-    } finally {
-      busy = false;
-    }
-  }
 
   function apply(result: SubscriptionStepResult): SubscriptionResource {
     const statusChanged = result.state.status !== state.status;
@@ -201,7 +191,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     if (isFinal(state.status)) break;
 
     if (workflowInfo().continueAsNewSuggested || (input.maxStepsPerRun !== undefined && steps >= input.maxStepsPerRun)) {
-      await condition(() => allHandlersFinished() && !busy);
+      await condition(() => allHandlersFinished() && !isBusy());
       await continueAsNew<typeof subscriptionWorkflow>({ ...input, state, resumed: true, clock: currentClock() });
     }
 
