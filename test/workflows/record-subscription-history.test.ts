@@ -5,7 +5,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cancelUpdate, changePlanUpdate } from '../../workflows/subscription';
+import { cancelUpdate, changePlanUpdate, terminateUpdate } from '../../workflows/subscription';
+import { advanceTestClockUpdate } from '../../workflows/wait';
 import { advanceTo, createPlan, createTenant, planOf, sendEvents, startHarness, subscribe, type Harness } from './subscription-harness';
 
 const record = process.env.RECORD_HISTORIES === '1';
@@ -37,5 +38,24 @@ describe.skipIf(!record)('record a subscription history', () => {
     expect(await handle.result()).toEqual({ status: 'canceled' });
     const history = await handle.fetchHistory();
     writeFileSync(join(__dirname, 'histories', 'subscription-trial-downgrade-upgrade-cancel.json'), JSON.stringify(history, null, 1));
+  }, 120_000);
+
+  it('records a subscription driven by a test clock: advances across boundaries, then a termination', async () => {
+    const tenant = await createTenant(h);
+    const { planId, metricCode } = await createPlan(h, tenant, { amountCents: 3100, perCall: '2' });
+    const clock = await h.db.models.TestClock.create({ organization_id: tenant.organizationId, frozen_time: utc('2031-01-01T00:00:00') });
+    await h.db.models.Customer.updateOne({ _id: tenant.customerId }, { $set: { test_clock_id: clock._id } });
+    const { handle } = await subscribe(h, tenant, { planId, startedAt: utc('2031-01-01T00:00:00'), clock: { id: clock._id, now: '2031-01-01T00:00:00.000Z' } });
+    const advance = async (to: string) => {
+      await h.db.models.TestClock.updateOne({ _id: clock._id }, { $set: { frozen_time: utc(to) } });
+      return handle.executeUpdate(advanceTestClockUpdate, { args: [utc(to).toISOString()] });
+    };
+    await advance('2031-01-20T00:00:00');
+    await sendEvents(h, tenant, metricCode, utc('2031-01-15T00:00:00'), 2);
+    await advance('2031-03-10T00:00:00');
+    await handle.executeUpdate(terminateUpdate, { args: [{ onTerminationAction: 'generate_invoice' }] });
+    expect(await handle.result()).toEqual({ status: 'terminated' });
+    const history = await handle.fetchHistory();
+    writeFileSync(join(__dirname, 'histories', 'subscription-test-clock.json'), JSON.stringify(history, null, 1));
   }, 120_000);
 });

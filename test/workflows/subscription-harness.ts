@@ -14,6 +14,7 @@ import { Ingestor } from '../../src/usage/ingest';
 import { initialState, planSnapshot, startSubscriptionWorkflow } from '../../src/subscriptions/start';
 import { isFinal, nextDue, type SubscriptionState } from '../../src/subscriptions/state';
 import { wrapClient, type TemporalClient } from '../../src/temporal/client';
+import type { ClockRef } from '../../src/test-clocks/time';
 import { workflowIds } from '../../src/temporal/workflow-ids';
 import { subscriptionStateQuery } from '../../workflows/subscription';
 import { eventually } from '../support/http';
@@ -131,7 +132,7 @@ export async function planOf(h: Harness, planId: string) {
 export async function subscribe(
   h: Harness,
   tenant: Tenant,
-  s: { planId: string; startedAt: Date; billingTime?: 'calendar' | 'anniversary'; payInAdvance?: boolean; trialPeriodDays?: number; maxStepsPerRun?: number },
+  s: { planId: string; startedAt: Date; billingTime?: 'calendar' | 'anniversary'; payInAdvance?: boolean; trialPeriodDays?: number; maxStepsPerRun?: number; clock?: ClockRef },
 ) {
   const doc = await h.db.models.Subscription.create({
     organization_id: tenant.organizationId,
@@ -153,7 +154,7 @@ export async function subscribe(
       args: [{ state, maxStepsPerRun: s.maxStepsPerRun }],
     });
   } else {
-    await startSubscriptionWorkflow(h.temporal, state);
+    await startSubscriptionWorkflow(h.temporal, state, s.clock ?? null);
   }
   return { id: doc._id, handle: h.temporal.client.workflow.getHandle(workflowIds.subscription(doc._id)) };
 }
