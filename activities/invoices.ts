@@ -1,11 +1,11 @@
 import { ApplicationFailure } from '@temporalio/activity';
-import { DateTime } from 'luxon';
 import type { Db } from '../src/db';
 import type { InvoiceDoc } from '../src/db/models/invoice';
 import { toInvoiceResource, type InvoiceResource } from '../src/api/routes/invoice-resource';
 import {
   deleteDraftInvoice,
   finalizeInvoice,
+  invoiceOverdueAt,
   type InvoiceDeps,
   markInvoiceOverdue,
   markPaidIfSettled,
@@ -36,19 +36,9 @@ export function createInvoiceActivities(db: Db, deps: InvoiceDeps) {
     return toInvoiceResource(invoice, fees);
   }
 
-  async function overdueInstant(invoice: InvoiceDoc): Promise<string | null> {
-    if (!invoice.payment_due_date) return null;
-    const [customer, organization] = await Promise.all([
-      db.models.Customer.findById(invoice.customer_id, { timezone: 1 }).lean(),
-      db.models.Organization.findById(invoice.organization_id, { timezone: 1 }).lean(),
-    ]);
-    const zone = customer?.timezone ?? organization?.timezone ?? 'UTC';
-    return DateTime.fromISO(invoice.payment_due_date, { zone }).plus({ days: 1 }).toUTC().toISO();
-  }
-
   const step = async (invoice: InvoiceDoc): Promise<InvoiceStepResult> => ({
     invoice: await withFees(invoice),
-    overdueAt: await overdueInstant(invoice),
+    overdueAt: await invoiceOverdueAt(db, invoice),
   });
 
   return {

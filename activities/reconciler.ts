@@ -13,6 +13,8 @@ export interface ReconcileInput {
   afterId?: string;
   /** Subscriptions per page (default 200). */
   pageSize?: number;
+  /** Subscriptions younger than this are left to the API that is creating them (default 60 s). */
+  minAgeMs?: number;
 }
 
 export interface ReconcileResult {
@@ -69,6 +71,8 @@ export function createReconcilerActivities(deps: { db: Db; temporal: TemporalCli
       const pageSize = Math.max(1, Math.min(input.pageSize ?? DEFAULT_PAGE_SIZE, 1000));
       const page = await Subscription.find({
         status: { $in: ['pending', 'active'] },
+        // A subscription the API is creating right now gets its workflow from the API, with its own timing.
+        created_at: { $lt: new Date(Date.now() - (input.minAgeMs ?? 60_000)) },
         ...(input.afterId ? { _id: { $gt: input.afterId } } : {}),
       })
         .sort({ _id: 1 })

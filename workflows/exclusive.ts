@@ -8,7 +8,8 @@ export function stepLock() {
   let busy = false;
   return {
     async exclusive<T>(step: () => Promise<T>): Promise<T> {
-      await condition(() => !busy);
+      // A loop, not one wait: several waiters released in the same activation must not all enter.
+      while (busy) await condition(() => !busy);
       busy = true;
       try {
         return await step();

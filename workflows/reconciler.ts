@@ -17,6 +17,8 @@ const { reconcileSubscriptions } = proxyActivities<Activities>({
 
 export interface ReconcileWorkflowInput {
   pageSize?: number;
+  /** See ReconcileInput.minAgeMs. */
+  minAgeMs?: number;
   /** Carried through continue-as-new: where the pass resumes, and its totals so far. */
   afterId?: string;
   totals?: ReconcileTotals;
@@ -33,7 +35,7 @@ export async function reconcileSubscriptionsWorkflow(input: ReconcileWorkflowInp
   const totals: ReconcileTotals = input.totals ? { ...input.totals } : { pages: 0, checked: 0, restarted: 0, skipped: 0 };
   let afterId = input.afterId;
   for (;;) {
-    const page = await reconcileSubscriptions({ ...(afterId ? { afterId } : {}), ...(input.pageSize ? { pageSize: input.pageSize } : {}) });
+    const page = await reconcileSubscriptions({ ...(afterId ? { afterId } : {}), ...(input.pageSize ? { pageSize: input.pageSize } : {}), ...(input.minAgeMs !== undefined ? { minAgeMs: input.minAgeMs } : {}) });
     totals.pages++;
     totals.checked += page.checked;
     totals.restarted += page.restarted;

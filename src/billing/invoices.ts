@@ -47,6 +47,12 @@ export interface NewInvoice {
   assembly?: Partial<Parameters<typeof assembleInvoice>[0]>;
   /** Overrides the customer's or organization's grace period (progressive invoices: 0). */
   gracePeriodDays?: number;
+  /**
+   * Without a grace period, finalize here, before the workflow starts (it starts finalized). A
+   * subscription step uses it so that its invoices take their numbers in step order without the
+   * step waiting on another workflow's activity (which, under load, would hold every worker slot).
+   */
+  finalizeAtCreation?: boolean;
   at: Date;
 }
 
@@ -98,8 +104,9 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
   const existing = await Invoice.findOne({ idempotency_key: input.idempotencyKey }).lean();
   if (existing) {
     const owner = await Customer.findById(existing.customer_id, { test_clock_id: 1 }).lean();
-    await startInvoiceWorkflow(deps.temporal, existing, owner ? await clockOfCustomer(db, owner) : null);
-    return existing;
+    const current = input.finalizeAtCreation && existing.status === 'draft' && existing.grace_period_days === 0 ? await finalizeInvoice(db, deps, existing._id, input.at) : existing;
+    await startInvoiceWorkflow(deps.temporal, current, owner ? await clockOfCustomer(db, owner) : null, await invoiceOverdueAt(db, current));
+    return current;
   }
   const [organization, customer] = await Promise.all([
     Organization.findById(input.organizationId).lean(),
@@ -210,20 +217,44 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
     invoice = (await Invoice.findOne({ idempotency_key: input.idempotencyKey }).lean())!;
   }
   await emitInvoiceEvent(db, deps, invoice, 'invoice.created', input.at);
-  await startInvoiceWorkflow(deps.temporal, invoice, await clockOfCustomer(db, customer));
+  if (input.finalizeAtCreation && invoice.status === 'draft' && invoice.grace_period_days === 0) {
+    invoice = await finalizeInvoice(db, deps, invoice._id, input.at);
+  }
+  await startInvoiceWorkflow(deps.temporal, invoice, await clockOfCustomer(db, customer), await invoiceOverdueAt(db, invoice));
   return invoice;
+}
+
+/** When a finalized invoice becomes overdue if unpaid: the end of its due date in the customer's zone. */
+export async function invoiceOverdueAt(db: Db, invoice: Pick<InvoiceDoc, 'payment_due_date' | 'customer_id' | 'organization_id'>): Promise<string | null> {
+  if (!invoice.payment_due_date) return null;
+  const [customer, organization] = await Promise.all([
+    db.models.Customer.findById(invoice.customer_id, { timezone: 1 }).lean(),
+    db.models.Organization.findById(invoice.organization_id, { timezone: 1 }).lean(),
+  ]);
+  const zone = customer?.timezone ?? organization?.timezone ?? 'UTC';
+  return DateTime.fromISO(invoice.payment_due_date, { zone }).plus({ days: 1 }).toUTC().toISO();
 }
 
 export async function startInvoiceWorkflow(
   temporal: TemporalClient,
-  invoice: Pick<InvoiceDoc, '_id' | 'organization_id' | 'customer_id' | 'status' | 'created_at' | 'grace_period_days'>,
+  invoice: Pick<InvoiceDoc, '_id' | 'organization_id' | 'customer_id' | 'status' | 'created_at' | 'grace_period_days'> & { payment_overdue?: boolean },
   clock: ClockRef | null = null,
+  overdueAt: string | null = null,
 ): Promise<void> {
   try {
     await temporal.client.workflow.start('invoiceWorkflow', {
       workflowId: workflowIds.invoice(invoice._id),
       taskQueue: temporal.taskQueue,
-      args: [{ invoiceId: invoice._id, createdAt: invoice.created_at.toISOString(), gracePeriodDays: invoice.grace_period_days, status: invoice.status, clock }],
+      args: [
+        {
+          invoiceId: invoice._id,
+          createdAt: invoice.created_at.toISOString(),
+          gracePeriodDays: invoice.grace_period_days,
+          status: invoice.status,
+          clock,
+          ...(invoice.status === 'finalized' ? { overdueAt, paymentOverdue: invoice.payment_overdue ?? false } : {}),
+        },
+      ],
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       typedSearchAttributes: entitySearchAttributes({

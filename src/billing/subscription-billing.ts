@@ -346,6 +346,7 @@ export class SubscriptionBilling {
           periodEndedAt: new Date(period.to),
           assembly: { progressive_billing_credits: progressiveCredits(earlierInvoices) },
           gracePeriodDays: 0,
+          finalizeAtCreation: true,
           at,
         });
         invoiceIds.push(invoice._id);
@@ -447,7 +448,7 @@ export class SubscriptionBilling {
   private async issue(state: SubscriptionState, lines: Lines, from: Date, to: Date, at: Date, key: string): Promise<InvoiceDoc> {
     const commitment = lines.commitment ? await this.db.models.Commitment.findOne({ plan_id: lines.plan.id }).lean() : null;
     const progressive = lines.commitment ? await this.progressiveInvoices(state.subscriptionId, from) : [];
-    const invoice = await createInvoice(this.db, this.deps, {
+    return createInvoice(this.db, this.deps, {
       organizationId: state.organizationId,
       customerId: state.customerId,
       subscriptionId: state.subscriptionId,
@@ -462,24 +463,11 @@ export class SubscriptionBilling {
         ...(commitment ? { minimum_commitment: { amount_cents: fromDecimal128(commitment.amount_cents)! }, commitment_proration: lines.proration } : {}),
         ...(progressive.length > 0 ? { progressive_billing_credits: progressiveCredits(progressive) } : {}),
       },
+      // Without a grace period the invoice is finalized before the step returns, so that periods
+      // billed together (a subscription started in the past) take their numbers in period order.
+      finalizeAtCreation: true,
       at,
     });
-    await this.finalizeInOrder(invoice);
-    return invoice;
-  }
-
-  /**
-   * Without a grace period the invoice is finalized before the step returns, so that periods
-   * billed together (a subscription started in the past) take their numbers in period order.
-   */
-  private async finalizeInOrder(invoice: InvoiceDoc): Promise<void> {
-    if (invoice.status !== 'draft' || invoice.grace_period_days !== 0) return;
-    try {
-      await this.deps.temporal.client.workflow.getHandle(workflowIds.invoice(invoice._id)).executeUpdate('finalizeAt', { args: [invoice.created_at.toISOString()] });
-    } catch (err) {
-      // Already finalized by its own timer (the validator refuses a second finalization).
-      if (!(err instanceof WorkflowUpdateFailedError)) throw err;
-    }
   }
 
   private async progressiveInvoices(subscriptionId: string, segmentFrom: Date): Promise<InvoiceDoc[]> {

@@ -55,11 +55,12 @@ export function initialState(doc: SubscriptionDoc, plan: PlanSnapshot, timezone:
 /** `clock`: the customer's test clock, when it is on one (its workflows then follow that clock). */
 export async function startSubscriptionWorkflow(temporal: TemporalClient, state: SubscriptionState, clock: ClockRef | null = null): Promise<boolean> {
   try {
-    const handle = await temporal.client.workflow.start('subscriptionWorkflow', {
+    await temporal.client.workflow.start('subscriptionWorkflow', {
       workflowId: workflowIds.subscription(state.subscriptionId),
       taskQueue: temporal.taskQueue,
       args: [{ state, resumed: state.announced && state.status !== 'pending', clock }],
-      workflowIdConflictPolicy: 'USE_EXISTING',
+      // FAIL, caught below: a running workflow is kept, and the answer says whether one started.
+      workflowIdConflictPolicy: 'FAIL',
       typedSearchAttributes: entitySearchAttributes({
         organizationId: state.organizationId,
         customerId: state.customerId,
@@ -67,7 +68,7 @@ export async function startSubscriptionWorkflow(temporal: TemporalClient, state:
         status: state.status,
       }),
     });
-    return handle.firstExecutionRunId !== undefined;
+    return true;
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) return false;
     throw err;

@@ -64,7 +64,8 @@ function reconcile(pageSize?: number): Promise<ReconcileTotals> {
   return stack.temporal.client.workflow.execute(reconcileSubscriptionsWorkflow, {
     taskQueue: stack.taskQueue,
     workflowId: `reconcile-test/${randomUUID()}`,
-    args: [pageSize ? { pageSize } : {}],
+    // minAgeMs 0: the documents here were inserted a moment ago.
+    args: [pageSize ? { pageSize, minAgeMs: 0 } : { minAgeMs: 0 }],
   });
 }
 
