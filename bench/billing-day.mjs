@@ -33,13 +33,10 @@
 //   5. It reads the history of one subscription workflow and of its invoice's workflow, then ends
 //      what it created (its subscriptions marked terminated, the organization's running workflows
 //      terminated) unless --keep. --cleanup-org does only that, for an earlier run.
-// --worker own (the default) runs the workflows on a worker inside this process, on a task queue
-//   of its own with --slots activity slots (default N + 100), against the stack's API, Temporal and
-//   MongoDB. --worker stack uses the stack's worker (task queue billing, 50 activity slots), the
-//   representative setup, but today it stops billing for good as soon as more boundary steps run at
-//   once than it has slots: a step holds its slot while it waits for its invoice's finalization,
-//   which needs a slot too (docs/operations.md, "Known issue"). The bench then reports the stall
-//   and the stack's worker must be restarted. Make stack the default once that is fixed.
+// --worker stack (the default) uses the stack's worker (task queue billing, 50 activity slots), the
+//   representative setup. --worker own runs the workflows on a worker inside this process, on a
+//   task queue of its own with --slots activity slots (default N + 100), against the stack's API,
+//   Temporal and MongoDB.
 // Then (unless --periods 0) one subscription runs through 12 monthly periods on Temporal's
 // time-skipping test server (.tools/venv/bin/temporal-test-server) with the real activities, in a
 // scratch database on the same MongoDB that is dropped afterwards, for its history after 12 periods
@@ -75,7 +72,7 @@ const { values } = parseArgs({
     spread: { type: 'string', default: '0' },
     keep: { type: 'boolean', default: false },
     stall: { type: 'string', default: '120' },
-    worker: { type: 'string', default: process.env.BILLING_DAY_WORKER ?? 'own' },
+    worker: { type: 'string', default: process.env.BILLING_DAY_WORKER ?? 'stack' },
     slots: { type: 'string' },
     'cleanup-org': { type: 'string' },
   },
