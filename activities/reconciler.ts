@@ -3,7 +3,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Db } from '../src/db';
 import type { SubscriptionDoc } from '../src/db/models/subscription';
 import { initialState, planSnapshot, startSubscriptionWorkflow, type BillingTiming } from '../src/subscriptions/start';
-import { clockOfCustomer } from '../src/test-clocks/time';
+import { clockOfCustomerId } from '../src/test-clocks/time';
 import { isFinal, type SubscriptionState } from '../src/subscriptions/state';
 import type { TemporalClient } from '../src/temporal/client';
 import { workflowIds } from '../src/temporal/workflow-ids';
@@ -93,9 +93,7 @@ export function createReconcilerActivities(deps: { db: Db; temporal: TemporalCli
           return;
         }
         // A test-clock customer's workflow follows its clock again.
-        const customer = await Customer.findById(doc.customer_id, { test_clock_id: 1 }).lean();
-        const clock = customer ? await clockOfCustomer(deps.db, customer) : null;
-        if (await startSubscriptionWorkflow(deps.temporal, state, clock)) {
+        if (await startSubscriptionWorkflow(deps.temporal, state, await clockOfCustomerId(deps.db, doc.customer_id))) {
           restarted++;
           log.info('subscription workflow restarted', { subscriptionId: doc._id, from: doc.workflow_state ? 'workflow_state' : 'document' });
         }

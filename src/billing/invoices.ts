@@ -24,7 +24,7 @@ import { recordSettlement, settledAmount } from './settlements';
 import { consumeWalletsForInvoice } from './wallets';
 import { loadTaxSets } from '../usage/tax-sets';
 import { toInvoiceResource } from '../api/routes/invoice-resource';
-import { clockOfCustomer, type ClockRef } from '../test-clocks/time';
+import { clockOfCustomer, clockOfCustomerId, type ClockRef } from '../test-clocks/time';
 
 export interface InvoiceDeps extends EmitDeps {
   temporal: TemporalClient;
@@ -103,9 +103,8 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
   const { Customer, Fee, Invoice, Organization } = db.models;
   const existing = await Invoice.findOne({ idempotency_key: input.idempotencyKey }).lean();
   if (existing) {
-    const owner = await Customer.findById(existing.customer_id, { test_clock_id: 1 }).lean();
     const current = input.finalizeAtCreation && existing.status === 'draft' && existing.grace_period_days === 0 ? await finalizeInvoice(db, deps, existing._id, input.at) : existing;
-    await startInvoiceWorkflow(deps.temporal, current, owner ? await clockOfCustomer(db, owner) : null, await invoiceOverdueAt(db, current));
+    await startInvoiceWorkflow(deps.temporal, current, await clockOfCustomerId(db, current.customer_id), await invoiceOverdueAt(db, current));
     return current;
   }
   const [organization, customer] = await Promise.all([

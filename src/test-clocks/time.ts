@@ -16,6 +16,19 @@ export async function clockOfCustomer(db: Db, customer: { test_clock_id?: string
   return clock ? { id: clock._id, now: clock.frozen_time.toISOString() } : null;
 }
 
+/** The clock of the customer with this id (see clockOfCustomer); null for a real or unknown customer. */
+export async function clockOfCustomerId(db: Db, customerId: string | null | undefined): Promise<ClockRef | null> {
+  if (!customerId) return null;
+  const customer = await db.models.Customer.findById(customerId, { test_clock_id: 1 }).lean();
+  return customer ? clockOfCustomer(db, customer) : null;
+}
+
+/** The present of the customer with this id: its clock's frozen time, or `realNow`. */
+export async function customerNowById(db: Db, customerId: string | null | undefined, realNow: Date): Promise<Date> {
+  const clock = await clockOfCustomerId(db, customerId);
+  return clock ? new Date(clock.now) : realNow;
+}
+
 /** The present for this customer: the clock's frozen time, or `realNow`. */
 export async function customerNow(db: Db, customer: { test_clock_id?: string | null }, realNow: Date): Promise<Date> {
   const clock = await clockOfCustomer(db, customer);

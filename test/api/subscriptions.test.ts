@@ -13,33 +13,9 @@ import { initialState, planSnapshot } from '../../src/subscriptions/start';
 import { eventually, expectError, expectUnknownFields, expectValidationError, ISO_MS_UTC, UUID } from '../support/http';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
 import { startStackWorker, type StackWorker } from '../support/worker';
+import type { SubscriptionResource } from '../../src/subscriptions/resource';
 
-interface SubscriptionBody {
-  id: string;
-  organization_id: string;
-  external_id: string;
-  customer_id: string;
-  external_customer_id: string;
-  plan_id: string;
-  name: string | null;
-  status: 'pending' | 'active' | 'canceled' | 'terminated';
-  billing_time: 'calendar' | 'anniversary';
-  pay_in_advance: boolean;
-  trial_period_days: number;
-  in_trial: boolean;
-  trial_ended_at: string | null;
-  previous_plan_id: string | null;
-  downgraded_at: string | null;
-  started_at: string;
-  ending_at: string | null;
-  canceled_at: string | null;
-  terminated_at: string | null;
-  current_period_started_at: string | null;
-  current_period_ending_at: string | null;
-  on_termination_action: 'generate_invoice' | 'generate_credit_note' | 'skip';
-  created_at: string;
-  updated_at: string;
-}
+type SubscriptionBody = SubscriptionResource;
 
 interface FeeBody {
   fee_type: string;

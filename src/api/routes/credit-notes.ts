@@ -4,7 +4,7 @@ import { customerLookup } from '../../db/models/customer';
 import { createCreditNote, finalizeCreditNote, toCreditNoteResource, voidCreditNote, type CreditNoteDeps } from '../../billing/credit-notes';
 import { CREDIT_NOTE_REASONS, type CreditNoteDoc } from '../../db/models/credit-note';
 import { NotFound } from '../../errors';
-import { customerNow } from '../../test-clocks/time';
+import { customerNowById } from '../../test-clocks/time';
 import { listPage } from '../catalog';
 import { decimal4, decimalInput } from '../decimal';
 import { idParams, listQuery, nullableTimestamp, responses, timestamp } from '../http';
@@ -65,10 +65,8 @@ export const creditNoteRoutes: FastifyPluginAsyncZod = async (app) => {
   const depsFor = (request: { log: CreditNoteDeps['log'] }): CreditNoteDeps => ({ temporal: app.deps.temporal, log: request.log });
 
   /** The present of a customer (its test clock's time when it is on one), for a note's dates. */
-  async function nowOf(customerId: string | null | undefined): Promise<Date> {
-    if (!customerId) return app.deps.now();
-    const customer = await Customer.findById(customerId, { test_clock_id: 1 }).lean();
-    return customer ? customerNow(app.deps.db, customer, app.deps.now()) : app.deps.now();
+  function nowOf(customerId: string | null): Promise<Date> {
+    return customerNowById(app.deps.db, customerId, app.deps.now());
   }
 
   async function invoiceCustomer(organizationId: string, invoiceId: string): Promise<string | null> {

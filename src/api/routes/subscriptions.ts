@@ -16,7 +16,7 @@ import { Conflict, InvalidTransition, NotFound, Validation } from '../../errors'
 import { toSubscriptionResource, type SubscriptionResource } from '../../subscriptions/resource';
 import { initialState, planSnapshot, startSubscriptionWorkflow, type BillingTiming } from '../../subscriptions/start';
 import { isFinal, type SubscriptionState } from '../../subscriptions/state';
-import { clockOfCustomer, type ClockRef } from '../../test-clocks/time';
+import { clockOfCustomer, clockOfCustomerId, type ClockRef } from '../../test-clocks/time';
 import { workflowIds } from '../../temporal/workflow-ids';
 import { cancelUpdate, changePlanUpdate, readyUpdate, terminateUpdate } from '../../../workflows/subscription';
 import { listPage } from '../catalog';
@@ -171,8 +171,7 @@ export const subscriptionRoutes: FastifyPluginAsyncZod = async (app) => {
       const now = await Subscription.findById(doc._id).lean();
       if (!now) throw new NotFound('Subscription not found', 'subscription_not_found');
       if (isFinal(now.status)) throw over(now);
-      const customer = await Customer.findById(now.customer_id, { test_clock_id: 1 }).lean();
-      await startSubscriptionWorkflow(temporal, await stateOf(now), customer ? await clockOfCustomer(db, customer) : null);
+      await startSubscriptionWorkflow(temporal, await stateOf(now), await clockOfCustomerId(db, now.customer_id));
       // Its first step first: the validators judge the state they hold, and a pending state whose
       // started_at has passed is only activated by that step.
       await handle.executeUpdate(readyUpdate);

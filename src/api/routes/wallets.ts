@@ -26,7 +26,7 @@ import { listPage } from '../catalog';
 import { decimal4, decimalInput } from '../decimal';
 import { currencyCode, idParams, isoDateTimeInput, listQuery, nullableTimestamp, responses, timestamp } from '../http';
 import { customerLookup } from '../../db/models/customer';
-import { clockOfCustomer, customerNow } from '../../test-clocks/time';
+import { clockOfCustomerId, customerNow, customerNowById } from '../../test-clocks/time';
 
 const positiveDecimal = decimalInput({ min: 0 }).refine((v) => v.gt(0), 'must be greater than 0');
 const priority = z.number().int().min(1).max(50).describe('1 to 50; lower is consumed first');
@@ -121,20 +121,13 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
     return wallet;
   }
 
-  /** The customer's present: its test clock's time when it is on one. */
-  async function nowFor(customerId: string): Promise<Date> {
-    const customer = await Customer.findById(customerId, { test_clock_id: 1 }).lean();
-    return customer ? customerNow(db, customer, app.deps.now()) : app.deps.now();
-  }
-
   function checkFuture(expiration: Date | null | undefined, now: Date): void {
     if (expiration && expiration.getTime() <= now.getTime()) throw Validation.field('expiration_at', 'must be in the future');
   }
 
   /** The wallet's workflow; a customer on a test clock gets its expiry driven by the clock. */
   async function workflowStart(wallet: WalletDoc) {
-    const customer = await Customer.findById(wallet.customer_id, { test_clock_id: 1 }).lean();
-    const clock = customer ? await clockOfCustomer(db, customer) : null;
+    const clock = await clockOfCustomerId(db, wallet.customer_id);
     return {
       workflowId: workflowIds.wallet(wallet._id),
       taskQueue: temporal.taskQueue,
@@ -249,7 +242,7 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       const current = await findActiveWallet(request.organizationId, request.params.id);
       const body = request.body;
-      checkFuture(body.expiration_at, await nowFor(current.customer_id));
+      checkFuture(body.expiration_at, await customerNowById(db, current.customer_id, app.deps.now()));
       const changes: Partial<Pick<WalletDoc, 'name' | 'expiration_at' | 'priority'>> = {};
       if (body.name !== undefined) changes.name = body.name;
       if (body.priority !== undefined) changes.priority = body.priority;
@@ -336,7 +329,7 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
         walletId: request.params.id,
         credits: request.body.credits,
         source: request.body.source,
-        at: await nowFor(active.customer_id),
+        at: await customerNowById(db, active.customer_id, app.deps.now()),
       });
       if (result.outcome === 'not_found') throw new NotFound('Wallet not found', 'wallet_not_found');
       if (result.outcome === 'terminated') throw terminatedError();
