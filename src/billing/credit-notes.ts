@@ -121,9 +121,18 @@ type CreditableFee = Pick<FeeDoc, '_id' | 'invoice_id' | 'total_amount_cents' | 
 // update write them, and they stay invisible to the fee resource.
 const MARKER_WRITE = { strict: false } as const;
 
+/**
+ * How far credits may go past a fee's total: a whole-cent item may credit what is left of the fee
+ * rounded half up, as its invoice's total was (a fee of 5483.8710 was paid as 5484 and can be
+ * credited 5484); an item with a fraction of a cent never goes past the total.
+ */
+function roundingAllowance(value: Decimal): Decimal {
+  return value.isInteger() ? new Dec(0.5) : ZERO;
+}
+
 /** Raises a fee's credited amount once per credit note item; false when it would exceed the total. */
 async function creditFee(db: Db, organizationId: string, fee: CreditableFee, itemId: string, value: Decimal): Promise<boolean> {
-  const limit = amount(fee.total_amount_cents).minus(value);
+  const limit = amount(fee.total_amount_cents).plus(roundingAllowance(value)).minus(value);
   const result = await db.models.Fee.updateOne(
     {
       _id: fee._id,
@@ -247,7 +256,7 @@ export async function createCreditNote(db: Db, deps: CreditNoteDeps, input: NewC
       // A retried creation finds its own credit on the fee already.
       const own = fee.credit_note_item_ids?.includes(item.id) ? item.value : ZERO;
       const creditable = amount(fee.total_amount_cents).minus(amount(fee.credited_amount_cents)).plus(own);
-      if (item.value.greaterThan(creditable)) {
+      if (item.value.greaterThan(creditable.plus(roundingAllowance(item.value)))) {
         problems.push({ path: `items.${item.index}.amount_cents`, message: `exceeds what remains creditable on the fee (${creditable.toFixed(4)})` });
       }
     }

@@ -43,6 +43,8 @@ export interface NewInvoice {
   planId?: string | null;
   periodStartedAt?: Date | null;
   periodEndedAt?: Date | null;
+  /** The span billed by the lines that name none of their own (usage, commitment); default the invoice's period. */
+  linesPeriod?: { from: Date; to: Date };
   /** Extra assembly inputs (commitment, progressive billing credits) from subscription billing. */
   assembly?: Partial<Parameters<typeof assembleInvoice>[0]>;
   /** Overrides the customer's or organization's grace period (progressive invoices: 0). */
@@ -101,7 +103,10 @@ async function appliedCouponsOf(db: Db, organizationId: string, customerId: stri
  */
 export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice): Promise<InvoiceDoc> {
   const { Customer, Fee, Invoice, Organization } = db.models;
-  const existing = await Invoice.findOne({ idempotency_key: input.idempotencyKey }).lean();
+  // Exactly the unique index's fields: the key is the organization's, and the MongoDB stand-in
+  // only uses an index whose fields are exactly the query's.
+  const byKey = { organization_id: input.organizationId, idempotency_key: input.idempotencyKey };
+  const existing = await Invoice.findOne(byKey).lean();
   if (existing) {
     const current = input.finalizeAtCreation && existing.status === 'draft' && existing.grace_period_days === 0 ? await finalizeInvoice(db, deps, existing._id, input.at) : existing;
     await startInvoiceWorkflow(deps.temporal, current, await clockOfCustomerId(db, current.customer_id), await invoiceOverdueAt(db, current));
@@ -197,8 +202,8 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
         applied_taxes: fee.applied_taxes.map((t) => ({ tax_id: t.tax_id, tax_code: t.tax_code, tax_rate: money(t.tax_rate), amount_cents: money(t.amount_cents) })),
         payment_status: 'pending',
         credited_amount_cents: money(0),
-        period_started_at: input.periodStartedAt ?? null,
-        period_ended_at: input.periodEndedAt ?? null,
+        period_started_at: fee.period?.from ?? input.linesPeriod?.from ?? input.periodStartedAt ?? null,
+        period_ended_at: fee.period?.to ?? input.linesPeriod?.to ?? input.periodEndedAt ?? null,
         created_at: input.at,
         updated_at: input.at,
       })) as never[],
@@ -213,7 +218,7 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
     invoice = (await Invoice.create(doc)).toObject();
   } catch (err) {
     if (!isDuplicateKeyError(err)) throw err;
-    invoice = (await Invoice.findOne({ idempotency_key: input.idempotencyKey }).lean())!;
+    invoice = (await Invoice.findOne(byKey).lean())!;
   }
   await emitInvoiceEvent(db, deps, invoice, 'invoice.created', input.at);
   if (input.finalizeAtCreation && invoice.status === 'draft' && invoice.grace_period_days === 0) {

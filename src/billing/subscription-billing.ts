@@ -1,9 +1,12 @@
 // What each step of a subscriptionWorkflow does to money and records (billing-rules.md,
 // Subscription lifecycle): activation, trial end, period boundaries, plan changes, cancellation,
 // termination and progressive billing. Each step takes the workflow's state and the instant it
-// acts for, writes through idempotency keys (invoices `<subscription>/<segment start>/<type>`,
-// credit notes, lifecycle events), projects the new state onto the subscription document, and
-// returns that state. A retried step computes and finds the same things.
+// acts for, writes through idempotency keys (invoices and credit notes
+// `<subscription>/<start of what it bills>/<kind>/<plan>/v<state version>`, lifecycle events),
+// projects the new state onto the subscription document, and returns that state. A retried step
+// gets the same state, so it computes and finds the same things; two different bills never share a
+// key, because every step moves the version (two upgrades in one day, an upgrade on the day a
+// period started, both bill in advance from the same day).
 //
 // A "segment" is the current plan's part of the current period: the whole period, or from the day
 // an upgrade took effect. Usage and arrear base fees are billed per segment, so an invoice never
@@ -15,7 +18,7 @@ import type { InvoiceDoc } from '../db/models/invoice';
 import { fromDecimal128 } from '../api/decimal';
 import { FULL_PERIOD, type ProrationRatio } from '../domain/charges';
 import type { PricedFee } from '../domain/invoice-assembly';
-import { Dec, ZERO, sum } from '../domain/money';
+import { Dec, ZERO, roundCents, sum } from '../domain/money';
 import { classifyPlanChange } from '../domain/plan-change';
 import { countDays, fullPeriodDays, prorate, startOfLocalDay, startOfNextLocalDay } from '../domain/periods';
 import { deterministicId } from '../ids';
@@ -57,6 +60,13 @@ interface Lines {
   /** Usage and commitment proration of the part billed (full period: undefined). */
   proration: ProrationRatio | undefined;
   commitment: boolean;
+  /** The span its usage (and arrear base fee) measured: the fees' period unless a line names its own. */
+  span: Span;
+}
+
+interface Span {
+  from: Date;
+  to: Date;
 }
 
 export class SubscriptionBilling {
@@ -95,7 +105,7 @@ export class SubscriptionBilling {
     };
     const invoiceIds: string[] = [];
     if (next.payInAdvance && next.trialEndsAt === null) {
-      const invoice = await this.billAdvance(next, period, startedAt, at, `${state.subscriptionId}/${period.from}/advance`);
+      const invoice = await this.billAdvance(next, period, startedAt, at, billKey(state, next.plan, period.from, 'advance'));
       if (invoice) {
         invoiceIds.push(invoice._id);
         next.advanceFee = { invoiceId: invoice._id, feeId: feeIdOf(invoice._id), planId: next.plan.id };
@@ -117,7 +127,7 @@ export class SubscriptionBilling {
     };
     const invoiceIds: string[] = [];
     if (next.payInAdvance && next.currentPeriod && at.getTime() < Date.parse(next.currentPeriod.to)) {
-      const invoice = await this.billAdvance(next, next.currentPeriod, at, at, `${state.subscriptionId}/${iso(at)}/advance`);
+      const invoice = await this.billAdvance(next, next.currentPeriod, at, at, billKey(state, next.plan, at, 'advance'));
       if (invoice) {
         invoiceIds.push(invoice._id);
         next.advanceFee = { invoiceId: invoice._id, feeId: feeIdOf(invoice._id), planId: next.plan.id };
@@ -147,7 +157,7 @@ export class SubscriptionBilling {
 
     if (final) {
       if (segment) {
-        const invoice = await this.issue(state, segment, segmentFrom, boundary, boundary, `${state.subscriptionId}/${iso(segmentFrom)}/subscription`);
+        const invoice = await this.issue(state, segment, { from: segmentFrom, to: boundary }, boundary, billKey(state, state.plan, segmentFrom, 'subscription'));
         invoiceIds.push(invoice._id);
       }
       const next: SubscriptionState = { ...state, status: 'canceled', pendingPlan: null, downgradedAt: null, progressive: { enabled: false, nextCheckAt: null }, version: state.version + 1 };
@@ -175,19 +185,22 @@ export class SubscriptionBilling {
     const advance = state.payInAdvance && trialOver ? await this.baseFeeLine(next, period, boundary) : null;
     if (segment && advance && !switched) segment.fees.unshift(advance);
     if (segment) {
-      const invoice = await this.issue(state, segment, segmentFrom, boundary, boundary, `${state.subscriptionId}/${iso(segmentFrom)}/subscription`);
+      // With the next period's base fee on it, the invoice is labelled with the period that fee
+      // pays for; its usage lines keep the segment they measured.
+      const span = advance && !switched ? { from: boundary, to: new Date(period.to) } : { from: segmentFrom, to: boundary };
+      const invoice = await this.issue(state, segment, span, boundary, billKey(state, state.plan, segmentFrom, 'subscription'));
       invoiceIds.push(invoice._id);
       if (advance && !switched) next.advanceFee = { invoiceId: invoice._id, feeId: feeIdOf(invoice._id), planId: plan.id };
     }
     if (advance && (switched || !segment)) {
-      const invoice = await this.billAdvance(next, period, boundary, boundary, `${state.subscriptionId}/${period.from}/advance`);
+      const invoice = await this.billAdvance(next, period, boundary, boundary, billKey(state, plan, period.from, 'advance'));
       if (invoice) {
         invoiceIds.push(invoice._id);
         next.advanceFee = { invoiceId: invoice._id, feeId: feeIdOf(invoice._id), planId: plan.id };
       }
     }
     const subscription = await this.save(next);
-    if (switched) await this.emit(next, subscription, 'subscription.plan_changed', `plan_changed/${iso(boundary)}/${switched.id}`, boundary);
+    if (switched) await this.emit(next, subscription, 'subscription.plan_changed', `plan_changed/${iso(boundary)}/${switched.id}/v${state.version}`, boundary);
     return { state: next, subscription, invoiceIds, creditNoteIds: [] };
   }
 
@@ -223,12 +236,12 @@ export class SubscriptionBilling {
       const old = await this.segmentLines(state, state.plan, period, segmentFrom, changeDay, changeDay, { baseFee: !state.payInAdvance });
       // Outside period boundaries an invoice is only issued when it has something to bill.
       if (old && old.fees.length > 0) {
-        const invoice = await this.issue(state, old, segmentFrom, changeDay, at, `${state.subscriptionId}/${iso(segmentFrom)}/subscription`);
+        const invoice = await this.issue(state, old, { from: segmentFrom, to: changeDay }, at, billKey(state, state.plan, segmentFrom, 'subscription'));
         invoiceIds.push(invoice._id);
       }
     }
     if (state.payInAdvance && state.advanceFee) {
-      const credited = await this.creditUnused(state, changeDay, at, 'order_change', `${state.subscriptionId}/${iso(changeDay)}/upgrade_credit`);
+      const credited = await this.creditUnused(state, changeDay, at, 'order_change', billKey(state, state.plan, changeDay, 'upgrade_credit'));
       if (credited) creditNoteIds.push(credited);
     }
     const next: SubscriptionState = bump({
@@ -242,14 +255,14 @@ export class SubscriptionBilling {
     });
     const inTrial = state.trialEndsAt !== null && Date.parse(state.trialEndsAt) > at.getTime();
     if (state.payInAdvance && !inTrial) {
-      const invoice = await this.billAdvance(next, period, changeDay, at, `${state.subscriptionId}/${iso(changeDay)}/advance`);
+      const invoice = await this.billAdvance(next, period, changeDay, at, billKey(state, target, changeDay, 'advance'));
       if (invoice) {
         invoiceIds.push(invoice._id);
         next.advanceFee = { invoiceId: invoice._id, feeId: feeIdOf(invoice._id), planId: target.id };
       }
     }
     const subscription = await this.save(next);
-    await this.emit(next, subscription, 'subscription.plan_changed', `plan_changed/${iso(at)}/${target.id}`, at);
+    await this.emit(next, subscription, 'subscription.plan_changed', `plan_changed/${iso(at)}/${target.id}/v${state.version}`, at);
     return { state: next, subscription, invoiceIds, creditNoteIds };
   }
 
@@ -285,12 +298,12 @@ export class SubscriptionBilling {
       if (chosen !== 'skip') {
         const lines = await this.segmentLines(state, state.plan, period, segmentFrom, billedUntil, at, { baseFee: !state.payInAdvance });
         if (lines && lines.fees.length > 0) {
-          const invoice = await this.issue(state, lines, segmentFrom, billedUntil, at, `${state.subscriptionId}/${iso(segmentFrom)}/subscription`);
+          const invoice = await this.issue(state, lines, { from: segmentFrom, to: billedUntil }, at, billKey(state, state.plan, segmentFrom, 'subscription'));
           invoiceIds.push(invoice._id);
         }
       }
       if (chosen === 'generate_credit_note' && state.payInAdvance && state.advanceFee) {
-        const credited = await this.creditUnused(state, billedUntil, at, 'order_cancellation', `${state.subscriptionId}/termination_credit`);
+        const credited = await this.creditUnused(state, billedUntil, at, 'order_cancellation', billKey(state, state.plan, billedUntil, 'termination_credit'));
         if (credited) creditNoteIds.push(credited);
       }
     }
@@ -382,14 +395,15 @@ export class SubscriptionBilling {
     const days = countDays(start, new Date(period.to), state.timezone);
     if (days === 0) return null;
     const amount = prorate(state.plan.amount_cents, days, this.periodDays(state, state.plan, period));
-    return baseFee(amount, days);
+    return baseFee(amount, days, { from: start, to: new Date(period.to) });
   }
 
   /** An invoice holding only the base fee of `period` from `from`, billed in advance. */
   private async billAdvance(state: SubscriptionState, period: PeriodState, from: Date, at: Date, key: string): Promise<InvoiceDoc | null> {
     const line = await this.baseFeeLine(state, period, from);
     if (!line) return null;
-    return this.issue(state, { plan: state.plan, fees: [line], proration: undefined, commitment: false }, from, new Date(period.to), at, key);
+    const span = { from, to: new Date(period.to) };
+    return this.issue(state, { plan: state.plan, fees: [line], proration: undefined, commitment: false, span }, span, at, key);
   }
 
   /**
@@ -412,7 +426,8 @@ export class SubscriptionBilling {
     const periodDays = this.periodDays(state, snapshot, period);
     const proration = usedDays >= periodDays ? undefined : { usedDays, periodDays };
     const fees: PricedFee[] = [];
-    if (options.baseFee) fees.push(baseFee(prorate(snapshot.amount_cents, usedDays, periodDays), usedDays));
+    const span = { from: start, to };
+    if (options.baseFee) fees.push(baseFee(prorate(snapshot.amount_cents, usedDays, periodDays), usedDays, span));
 
     const plan = await this.plan(snapshot.id);
     const charges = plan.charges.filter((c) => c.invoiceable !== false);
@@ -432,7 +447,7 @@ export class SubscriptionBilling {
       });
       fees.push(...usage.flatMap(chargeLines));
     }
-    return { plan: snapshot, fees, proration, commitment: options.commitment ?? true };
+    return { plan: snapshot, fees, proration, commitment: options.commitment ?? true, span };
   }
 
   /** Billing-day work is scoped: charges whose metric had no event in the range are priced at zero units without reading usage. */
@@ -445,9 +460,10 @@ export class SubscriptionBilling {
     return new Set(ids as string[]);
   }
 
-  private async issue(state: SubscriptionState, lines: Lines, from: Date, to: Date, at: Date, key: string): Promise<InvoiceDoc> {
+  /** An invoice of `lines`, labelled with `period` (what its base fee pays for, else what it measured). */
+  private async issue(state: SubscriptionState, lines: Lines, period: Span, at: Date, key: string): Promise<InvoiceDoc> {
     const commitment = lines.commitment ? await this.db.models.Commitment.findOne({ plan_id: lines.plan.id }).lean() : null;
-    const progressive = lines.commitment ? await this.progressiveInvoices(state.subscriptionId, from) : [];
+    const progressive = lines.commitment ? await this.progressiveInvoices(state.subscriptionId, new Date(state.segmentFrom ?? state.currentPeriod!.from)) : [];
     return createInvoice(this.db, this.deps, {
       organizationId: state.organizationId,
       customerId: state.customerId,
@@ -457,8 +473,9 @@ export class SubscriptionBilling {
       idempotencyKey: key,
       fees: lines.fees,
       planId: lines.plan.id,
-      periodStartedAt: from,
-      periodEndedAt: to,
+      periodStartedAt: period.from,
+      periodEndedAt: period.to,
+      linesPeriod: lines.span,
       assembly: {
         ...(commitment ? { minimum_commitment: { amount_cents: fromDecimal128(commitment.amount_cents)! }, commitment_proration: lines.proration } : {}),
         ...(progressive.length > 0 ? { progressive_billing_credits: progressiveCredits(progressive) } : {}),
@@ -490,10 +507,17 @@ export class SubscriptionBilling {
     if (days === 0) return null;
     const fee = await this.db.models.Fee.findById(advance.feeId).lean();
     if (!fee) return null;
-    // The advance fee was billed on the current plan: credits happen before any switch.
+    // The advance fee was billed on the current plan: credits happen before any switch. The
+    // customer paid the fee with its taxes, so the unused days give back their share of both. A
+    // credit note is money that can be refunded: whole cents, half up, never more than what is left
+    // of the fee (rounded the same way, as its invoice's total was).
     const advancePlan = state.plan;
-    const room = fromDecimal128(fee.amount_cents)!.minus(fromDecimal128(fee.credited_amount_cents) ?? ZERO);
-    const amount = Dec.min(prorate(advancePlan.amount_cents, days, this.periodDays(state, advancePlan, period)), room);
+    const unused = prorate(advancePlan.amount_cents, days, this.periodDays(state, advancePlan, period));
+    const feeAmount = fromDecimal128(fee.amount_cents)!;
+    const feeTotal = fromDecimal128(fee.total_amount_cents) ?? feeAmount;
+    const withTaxes = feeAmount.isZero() ? ZERO : unused.times(feeTotal).dividedBy(feeAmount);
+    const room = feeTotal.minus(fromDecimal128(fee.credited_amount_cents) ?? ZERO);
+    const amount = roundCents(Dec.min(withTaxes, room));
     if (amount.lessThanOrEqualTo(0)) return null;
     const invoice = await this.db.models.Invoice.findById(advance.invoiceId).lean();
     if (invoice?.status === 'draft') await this.finalizeNow(invoice._id);
@@ -501,7 +525,7 @@ export class SubscriptionBilling {
       organizationId: state.organizationId,
       invoiceId: advance.invoiceId,
       reason,
-      items: [{ fee_id: advance.feeId, amount_cents: amount.toFixed(4) }],
+      items: [{ fee_id: advance.feeId, amount_cents: amount.toFixed(0) }],
       at,
       idempotencyKey: key,
     });
@@ -560,8 +584,24 @@ function feeIdOf(invoiceId: string): string {
   return deterministicId(`fee/${invoiceId}/${BASE_FEE_KEY}`);
 }
 
-function baseFee(amount: Decimal, days: number): PricedFee {
-  return { key: BASE_FEE_KEY, fee_type: 'subscription', amount_cents: amount, units: new Dec(days), events_count: 0, unit_amount_cents: days > 0 ? amount.dividedBy(days).toDecimalPlaces(4) : ZERO };
+function baseFee(amount: Decimal, days: number, period: Span): PricedFee {
+  return {
+    key: BASE_FEE_KEY,
+    fee_type: 'subscription',
+    amount_cents: amount,
+    units: new Dec(days),
+    events_count: 0,
+    unit_amount_cents: days > 0 ? amount.dividedBy(days).toDecimalPlaces(4) : ZERO,
+    period,
+  };
+}
+
+/**
+ * The idempotency key of a bill: the subscription, the start of what it bills, its kind, the plan
+ * and the version of the state the step started from (see the file's header).
+ */
+function billKey(state: SubscriptionState, plan: PlanSnapshot, from: Date | string, kind: 'advance' | 'subscription' | 'upgrade_credit' | 'termination_credit'): string {
+  return `${state.subscriptionId}/${typeof from === 'string' ? from : iso(from)}/${kind}/${plan.id}/v${state.version}`;
 }
 
 /** A charge's lines: one per bucket that has events or an amount, and the minimum's true-up. */

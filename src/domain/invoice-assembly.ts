@@ -53,6 +53,11 @@ export interface PricedFee {
   units: Dec;
   events_count: number;
   unit_amount_cents: Dec;
+  /**
+   * The span this line bills, when it differs from the invoice's: an in-advance base fee pays for
+   * the period that starts while the usage beside it measured the one that ended.
+   */
+  period?: { from: Date; to: Date } | undefined;
 }
 
 export interface AssembledFee extends PricedFee {

@@ -13,6 +13,8 @@
 // to whole cents.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { z } from 'zod';
+import type { creditNoteResource } from '../../src/api/routes/credit-notes';
 import { eventually, expectError, expectValidationError } from '../support/http';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
@@ -59,6 +61,8 @@ interface FeeBody {
   units: string;
   events_count: number;
   amount_cents: string;
+  period_started_at: string | null;
+  period_ended_at: string | null;
 }
 
 interface InvoiceBody {
@@ -220,7 +224,8 @@ const sameDay = (day: string, n: number) => Array.from({ length: n }, (_, i) => 
 async function invoicesOf(subscriptionId: string, headers: Headers = org.headers): Promise<InvoiceBody[]> {
   const list = await ok<InvoiceBody[]>(await get(`/v1/invoices?subscription_id=${subscriptionId}`, headers), 200);
   const full = await Promise.all(list.map(async (i) => ok<InvoiceBody>(await get(`/v1/invoices/${i.id}`, headers), 200)));
-  return full.sort((a, b) => a.created_at.localeCompare(b.created_at) || a.invoice_type.localeCompare(b.invoice_type));
+  // Invoices of one clock instant share created_at: their numbers (taken at finalization) order them.
+  return full.sort((a, b) => a.created_at.localeCompare(b.created_at) || a.invoice_type.localeCompare(b.invoice_type) || a.number.localeCompare(b.number));
 }
 
 async function invoice(id: string, headers: Headers = org.headers): Promise<InvoiceBody> {
@@ -848,5 +853,148 @@ describe('advancing a clock whose customers are being driven', () => {
     expectValidationError(await post(`/v1/test_clocks/${clock.id}/advance`, { frozen_time: '2031-01-01T00:00:00Z' }), 'frozen_time');
     expectValidationError(await post(`/v1/test_clocks/${clock.id}/advance`, { frozen_time: '2030-12-31T23:59:59Z' }), 'frozen_time');
     expect(await ok<ClockBody>(await get(`/v1/test_clocks/${clock.id}`), 200)).toMatchObject({ status: 'ready', frozen_time: '2031-01-01T00:00:00.000Z' });
+  });
+});
+
+// ---- issue 12: bills that used to collide or carry fractions ---------------------------------
+
+type CreditNoteBody = z.output<typeof creditNoteResource>;
+
+async function creditNotesOf(customerId: string): Promise<CreditNoteBody[]> {
+  const notes = await ok<CreditNoteBody[]>(await get(`/v1/credit_notes?customer_id=${customerId}`), 200);
+  return notes.sort((a, b) => a.created_at.localeCompare(b.created_at) || a.number.localeCompare(b.number));
+}
+
+const creditsOf = (notes: CreditNoteBody[]) => notes.map((n) => ({ items: n.items.map((i) => i.amount_cents), credit: n.credit_amount_cents, reason: n.reason }));
+
+describe('same-day plan changes in advance (issue 12)', () => {
+  it('an upgrade on the start day credits the first fee and bills the new plan on a new invoice', async () => {
+    // January has 31 days: 3100 a month is 100 a day, 6200 is 200 a day. Created January 24th:
+    // 8 days left (24th to 31st).
+    const clock = await createClock('2030-01-24T09:00:00Z');
+    const customer = await createCustomer(clock.id);
+    const daily100 = await createPlan({ amount_cents: 3100 });
+    const daily200 = await createPlan({ amount_cents: 6200 });
+    const sub = await subscribe({ customer_id: customer.id, plan_id: daily100.id, pay_in_advance: true, billing_time: 'calendar' });
+    expect((await invoicesOf(sub.id)).map((i) => i.total)).toEqual(['800.0000']);
+
+    await ok(await put(`/v1/subscriptions/${sub.id}`, { plan_id: daily200.id }), 200);
+    await eventually(async () => ((await invoicesOf(sub.id)).length === 2 ? true : undefined), 30_000, 'the upgrade invoice');
+    const invoices = await invoicesOf(sub.id);
+    expect(invoices.map((i) => ({ total: i.total, fees: feeOf(i, 'subscription') }))).toEqual([
+      { total: '800.0000', fees: [{ units: '8.0000', amount_cents: '800.0000' }] },
+      // The new plan's 8 days at 200, less the 800 credited: 1600 billed, 800 of it paid by the note.
+      { total: '800.0000', fees: [{ units: '8.0000', amount_cents: '1600.0000' }] },
+    ]);
+    expect(invoices[1]).toMatchObject({ fees_amount_cents: '1600.0000', credit_notes_amount_cents: '800.0000' });
+    expect(creditsOf(await creditNotesOf(customer.id))).toEqual([{ items: ['800.0000'], credit: '800.0000', reason: 'order_change' }]);
+  });
+
+  it('two upgrades in one day each credit the fee before them and bill their own', async () => {
+    const clock = await createClock('2030-01-10T00:00:00Z');
+    const customer = await createCustomer(clock.id);
+    const daily100 = await createPlan({ amount_cents: 3100 });
+    const daily200 = await createPlan({ amount_cents: 6200 });
+    const daily300 = await createPlan({ amount_cents: 9300 });
+    const sub = await subscribe({ customer_id: customer.id, plan_id: daily100.id, pay_in_advance: true });
+    await advance(clock.id, '2030-01-20T08:00:00Z');
+    await ok(await put(`/v1/subscriptions/${sub.id}`, { plan_id: daily200.id }), 200);
+    await advance(clock.id, '2030-01-20T15:00:00Z');
+    await ok(await put(`/v1/subscriptions/${sub.id}`, { plan_id: daily300.id }), 200);
+    await eventually(async () => ((await invoicesOf(sub.id)).length === 3 ? true : undefined), 30_000, 'both upgrade invoices');
+
+    // January 10th to 31st: 22 days at 100; from the 20th: 12 days at 200, then at 300.
+    const invoices = await invoicesOf(sub.id);
+    expect(invoices.map((i) => feeOf(i, 'subscription'))).toEqual([
+      [{ units: '22.0000', amount_cents: '2200.0000' }],
+      [{ units: '12.0000', amount_cents: '2400.0000' }],
+      [{ units: '12.0000', amount_cents: '3600.0000' }],
+    ]);
+    expect(creditsOf(await creditNotesOf(customer.id))).toEqual([
+      { items: ['1200.0000'], credit: '1200.0000', reason: 'order_change' },
+      { items: ['2400.0000'], credit: '2400.0000', reason: 'order_change' },
+    ]);
+  });
+});
+
+describe('a termination credit note in advance (issue 12)', () => {
+  it('credits whole cents: 10000 x 21/31 is 6774', async () => {
+    const clock = await createClock('2031-03-01T00:00:00Z');
+    const customer = await createCustomer(clock.id);
+    const plan = await createPlan({ amount_cents: 10_000 });
+    const sub = await subscribe({ customer_id: customer.id, plan_id: plan.id, pay_in_advance: true });
+    await advance(clock.id, '2031-03-10T12:00:00Z');
+    await ok(await del(`/v1/subscriptions/${sub.id}?on_termination_action=generate_credit_note`), 200);
+    const notes = await eventually(async () => {
+      const found = await creditNotesOf(customer.id);
+      return found.length > 0 ? found : undefined;
+    }, 30_000, 'the termination credit note');
+    expect(notes).toHaveLength(1);
+    expect(notes[0]).toMatchObject({ reason: 'order_cancellation', credit_amount_cents: '6774.0000', balance_amount_cents: '6774.0000' });
+    expect(notes[0]!.items.map((i) => i.amount_cents)).toEqual(['6774.0000']);
+  });
+
+  it('credits a fee that was itself prorated up to what its invoice charged, and its taxes', async () => {
+    // Started March 15th: 17 of 31 days, 10000 x 17/31 = 5483.8710, invoiced as 5484. Terminated
+    // the same day: every billed day is unused.
+    const clock = await createClock('2031-03-15T00:00:00Z');
+    const customer = await createCustomer(clock.id);
+    const plan = await createPlan({ amount_cents: 10_000 });
+    const sub = await subscribe({ customer_id: customer.id, plan_id: plan.id, pay_in_advance: true });
+    expect((await invoicesOf(sub.id)).map((i) => i.total)).toEqual(['5484.0000']);
+    await advance(clock.id, '2031-03-16T00:00:00Z');
+    await ok(await del(`/v1/subscriptions/${sub.id}?on_termination_action=generate_credit_note`), 200);
+    const notes = await eventually(async () => {
+      const found = await creditNotesOf(customer.id);
+      return found.length > 0 ? found : undefined;
+    }, 30_000, 'the termination credit note');
+    // March 17th to 31st: 15 days, 10000 x 15/31 = 4838.7097 -> 4839.
+    expect(notes.map((n) => n.credit_amount_cents)).toEqual(['4839.0000']);
+  });
+});
+
+describe('each fee names the period it bills (issue 12)', () => {
+  it('in advance, the boundary invoice and its base fee are for the starting period, its usage for the ended one', async () => {
+    const clock = await createClock('2030-01-15T00:00:00Z');
+    const customer = await createCustomer(clock.id);
+    const plan = await createPlan({ amount_cents: 3100, charge: '2' });
+    const sub = await subscribe({ customer_id: customer.id, plan_id: plan.id, pay_in_advance: true });
+    const [first] = await invoicesOf(sub.id);
+    expect(first).toMatchObject({ period_started_at: '2030-01-15T00:00:00.000Z', period_ended_at: '2030-02-01T00:00:00.000Z' });
+    expect(first!.fees!.map((f) => [f.fee_type, f.period_started_at, f.period_ended_at])).toEqual([
+      ['subscription', '2030-01-15T00:00:00.000Z', '2030-02-01T00:00:00.000Z'],
+    ]);
+
+    await advance(clock.id, '2030-01-20T00:00:00Z');
+    await sendCalls(customer, sameDay('2030-01-18', 3));
+    await advance(clock.id, '2030-02-01T00:00:00Z');
+    const february = (await invoicesOf(sub.id)).find((i) => i.issuing_date === '2030-02-01')!;
+    expect(february).toMatchObject({ period_started_at: '2030-02-01T00:00:00.000Z', period_ended_at: '2030-03-01T00:00:00.000Z' });
+    const periods = february.fees!.map((f) => ({ type: f.fee_type, units: f.units, amount: f.amount_cents, from: f.period_started_at, to: f.period_ended_at }));
+    expect(periods.sort((a, b) => a.type.localeCompare(b.type))).toEqual([
+      { type: 'charge', units: '3.0000', amount: '6.0000', from: '2030-01-15T00:00:00.000Z', to: '2030-02-01T00:00:00.000Z' },
+      // February: 28 days, the whole 3100.
+      { type: 'subscription', units: '28.0000', amount: '3100.0000', from: '2030-02-01T00:00:00.000Z', to: '2030-03-01T00:00:00.000Z' },
+    ]);
+  });
+
+  it('in arrear, an upgrade bills the old plan up to the change day and names that span', async () => {
+    const clock = await createClock('2030-01-01T00:00:00Z');
+    const customer = await createCustomer(clock.id);
+    const basic = await createPlan({ amount_cents: 3100, charge: '1' });
+    const pro = await createPlan({ amount_cents: 6200, charge: '1' });
+    const sub = await subscribe({ customer_id: customer.id, plan_id: basic.id });
+    await advance(clock.id, '2030-01-15T10:00:00Z');
+    await sendCalls(customer, sameDay('2030-01-05', 2));
+    await ok(await put(`/v1/subscriptions/${sub.id}`, { plan_id: pro.id }), 200);
+    const [old] = await eventually(async () => {
+      const found = await invoicesOf(sub.id);
+      return found.length === 1 ? found : undefined;
+    }, 30_000, 'the old plan invoice');
+    expect(old).toMatchObject({ period_started_at: '2030-01-01T00:00:00.000Z', period_ended_at: '2030-01-15T00:00:00.000Z' });
+    expect(old!.fees!.map((f) => [f.fee_type, f.amount_cents, f.period_started_at, f.period_ended_at]).sort()).toEqual([
+      ['charge', '2.0000', '2030-01-01T00:00:00.000Z', '2030-01-15T00:00:00.000Z'],
+      ['subscription', '1400.0000', '2030-01-01T00:00:00.000Z', '2030-01-15T00:00:00.000Z'],
+    ]);
   });
 });
