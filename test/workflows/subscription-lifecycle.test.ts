@@ -135,8 +135,14 @@ describe('subscriptionWorkflow lifecycle', () => {
     await advanceTo(h, id, utc('2027-08-01T00:01:00'));
     const all = await invoicesOf(h, id);
     expect(all).toHaveLength(4);
-    expect(all[3]!.period_started_at?.toISOString()).toBe('2027-07-10T00:00:00.000Z');
+    // Labelled with August, which its base fee pays for; its usage line measured the segment Jul 10..31.
+    expect(all[3]!.period_started_at?.toISOString()).toBe('2027-08-01T00:00:00.000Z');
     expect(await feesOf(h, all[3]!._id)).toEqual({ subscription: '6200.0000', charge: '2.0000' });
+    const periods = await h.db.models.Fee.find({ invoice_id: all[3]!._id }).lean();
+    expect(Object.fromEntries(periods.map((f) => [f.fee_type, [f.period_started_at?.toISOString(), f.period_ended_at?.toISOString()]]))).toEqual({
+      subscription: ['2027-08-01T00:00:00.000Z', '2027-09-01T00:00:00.000Z'],
+      charge: ['2027-07-10T00:00:00.000Z', '2027-08-01T00:00:00.000Z'],
+    });
   });
 
   it('schedules a downgrade for the next boundary, bills the ended period on the old plan, then switches', async () => {
