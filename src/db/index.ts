@@ -59,10 +59,24 @@ export interface Models {
   TestClock: Model<TestClockDoc>;
 }
 
+/**
+ * Indexes the schemas no longer declare, dropped at start-up from databases created before the
+ * change: createIndexes only adds, and a unique index left behind would go on refusing what the
+ * index that replaced it allows.
+ */
+const RETIRED_INDEXES: readonly { model: keyof Models; name: string }[] = [
+  // Invoice idempotency keys are per organization now ({ organization_id, idempotency_key }); on
+  // the key alone, a second organization using a key could not have its own invoice.
+  { model: 'Invoice', name: 'idempotency_key_1' },
+];
+
+/** Error codes of dropping an index that is not there: no such collection (26) or index (27). */
+const ABSENT_INDEX_CODES = new Set([26, 27]);
+
 export interface Db {
   connection: Connection;
   models: Models;
-  /** Creates every collection's indexes; run once at start-up by the API and the worker. */
+  /** Creates every collection's indexes and drops retired ones; run once at start-up by the API and the worker. */
   ensureIndexes(): Promise<void>;
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -127,6 +141,13 @@ export async function connectDb(uri: string, options: { maxPoolSize?: number } =
             await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
           }
         }
+      }
+      // Retired indexes go once what replaced them exists, so that no key is ever unguarded. One
+      // already absent is fine: a newer database, or the other process dropped it first.
+      for (const { model, name } of RETIRED_INDEXES) {
+        await models[model].collection.dropIndex(name).catch((err: unknown) => {
+          if (!ABSENT_INDEX_CODES.has((err as { code?: number } | null)?.code ?? 0)) throw err;
+        });
       }
     },
     async ping() {

@@ -53,7 +53,7 @@ export interface InvoiceDoc extends BaseDoc {
   applied_taxes: InvoiceAppliedTax[];
   applied_coupons: InvoiceAppliedCoupon[];
   metadata: Record<string, unknown>;
-  /** `<subscription>/<period start>/<type>` for periodic invoices, or the request's key. */
+  /** `<subscription>/<start of what it bills>/<kind>/<plan>/v<state version>` for subscription bills, or the request's key; unique per organization. */
   idempotency_key: string;
   finalized_at: Date | null;
   paid_at: Date | null;
@@ -108,8 +108,11 @@ export const invoiceSchema = new Schema<InvoiceDoc>(
   { ...collectionOptions<InvoiceDoc>('invoices'), minimize: false },
 );
 
-// A retried generation finds the invoice its first attempt created.
-invoiceSchema.index({ idempotency_key: 1 }, { unique: true });
+// A retried generation finds the invoice its first attempt created. The key is unique within an
+// organization only: a request's Idempotency-Key is the client's choice, and another organization
+// using the same one must get its own invoice, not this one. (It replaced `idempotency_key_1`,
+// which src/db drops from older databases.)
+invoiceSchema.index({ organization_id: 1, idempotency_key: 1 }, { unique: true });
 invoiceSchema.index({ organization_id: 1, deleted_at: 1, created_at: -1, _id: -1 });
 invoiceSchema.index({ organization_id: 1, customer_id: 1, status: 1, currency: 1 });
 invoiceSchema.index({ organization_id: 1, subscription_id: 1, period_started_at: 1 });
