@@ -63,6 +63,10 @@ export async function invoiceWorkflow(input: InvoiceWorkflowInput): Promise<{ st
   let overdue = input.paymentOverdue ?? false;
   let overdueAt: number | null = input.overdueAt ? Date.parse(input.overdueAt) : null;
   let settlementPending = false;
+  // A finalization's activity writes the record before this workflow learns its result: while it
+  // runs, the API already shows the invoice finalized, so pay and void are accepted then and
+  // judged again once it is done (under the step lock they queue behind it).
+  let finalizing = false;
   const { exclusive } = stepLock();
 
   function apply(result: { invoice: InvoiceResource; deleted?: boolean; overdueAt?: string | null }): InvoiceResource {
@@ -76,7 +80,33 @@ export async function invoiceWorkflow(input: InvoiceWorkflowInput): Promise<{ st
   const now = nowIso;
   /** `at`: the instant the step acts for (a timer's due instant, or now for a request). */
   const finalize = (at = now()) =>
-    exclusive(async () => (status === 'draft' ? apply(await acts.finalizeInvoiceActivity(input.invoiceId, at)) : await acts.readInvoice(input.invoiceId)));
+    exclusive(async () => {
+      if (status !== 'draft') return await acts.readInvoice(input.invoiceId);
+      finalizing = true;
+      try {
+        return apply(await acts.finalizeInvoiceActivity(input.invoiceId, at));
+      } finally {
+        finalizing = false;
+      }
+    });
+  /** Pay and void: from finalized, or from a finalization in flight (checked again when it is done). */
+  const onceFinalized = (action: 'paid' | 'voided', step: () => Promise<{ invoice: InvoiceResource }>) => {
+    const check = () => {
+      if (status !== 'finalized') refuse(`Only a finalized invoice can be ${action} (this one is ${status})`);
+    };
+    return {
+      run: () =>
+        exclusive(async () => {
+          check();
+          return apply(await step());
+        }),
+      validator: () => {
+        if (!(status === 'draft' && finalizing)) check();
+      },
+    };
+  };
+  const pay = onceFinalized('paid', () => acts.payInvoiceActivity(input.invoiceId, now()));
+  const voidIt = onceFinalized('voided', () => acts.voidInvoiceActivity(input.invoiceId, now()));
 
   setHandler(invoiceStateQuery, () => ({ status, paymentOverdue: overdue, overdueAt: overdueAt ? new Date(overdueAt).toISOString() : null }));
   setHandler(settlementRecordedSignal, () => {
@@ -92,16 +122,8 @@ export async function invoiceWorkflow(input: InvoiceWorkflowInput): Promise<{ st
       if (status !== 'draft') refuse(`Only a draft invoice can be finalized (this one is ${status})`);
     },
   });
-  setHandler(payInvoiceUpdate, () => exclusive(async () => apply(await acts.payInvoiceActivity(input.invoiceId, now()))), {
-    validator: () => {
-      if (status !== 'finalized') refuse(`Only a finalized invoice can be paid (this one is ${status})`);
-    },
-  });
-  setHandler(voidInvoiceUpdate, () => exclusive(async () => apply(await acts.voidInvoiceActivity(input.invoiceId, now()))), {
-    validator: () => {
-      if (status !== 'finalized') refuse(`Only a finalized invoice can be voided (this one is ${status})`);
-    },
-  });
+  setHandler(payInvoiceUpdate, pay.run, { validator: pay.validator });
+  setHandler(voidInvoiceUpdate, voidIt.run, { validator: voidIt.validator });
   setHandler(deleteInvoiceUpdate, () => exclusive(async () => apply(await acts.deleteInvoiceActivity(input.invoiceId, now()))), {
     validator: () => {
       if (status !== 'draft') refuse(`Only a draft invoice can be deleted (this one is ${status})`);

@@ -121,6 +121,11 @@ export function walletConsumptionId(walletId: string, invoiceId: string): string
 }
 
 /** The wallets' status guard plus "this change is not applied yet". */
+/** Active at `at`: active now, or terminated only after it. */
+function activeAt(at: Date) {
+  return { $or: [{ status: 'active' as const }, { terminated_at: { $gt: at } }] };
+}
+
 function notAppliedYet(walletId: string, transactionId: string) {
   return { _id: walletId, status: 'active' as const, applied_transaction_ids: { $ne: transactionId } };
 }
@@ -385,12 +390,13 @@ async function consumeUnderLease(
 
   for (let round = 0; remaining.greaterThan(0); round++) {
     if (round >= MAX_CONSUMPTION_ROUNDS) throw new Error(`wallet consumption for invoice ${input.invoiceId} kept colliding with concurrent changes`);
+    // Judged at the finalization instant: on a test clock, a wallet's workflow may already have
+    // terminated it for a later instant of the same advance.
     const wallets = await Wallet.find({
       ...scope,
-      status: 'active',
       currency: input.currency,
       _id: { $nin: [...used] },
-      $or: [{ expiration_at: null }, { expiration_at: { $gt: input.at } }],
+      $and: [activeAt(input.at), { $or: [{ expiration_at: null }, { expiration_at: { $gt: input.at } }] }],
     }).lean();
     const allocation = allocateWallets(
       remaining,
@@ -401,6 +407,7 @@ async function consumeUnderLease(
         createdAt: w.created_at,
         status: w.status,
         expirationAt: w.expiration_at,
+        terminatedAt: w.terminated_at,
       })),
       input.at,
     );
@@ -470,9 +477,10 @@ async function debitWallet(
     credits,
   );
   const exactly = (d: Decimal) => ({ $gte: toDecimal128(d), $lte: toDecimal128(d) });
+  const { status: _active, ...notApplied } = notAppliedYet(wallet._id, transactionId);
   const filter = {
-    ...notAppliedYet(wallet._id, transactionId),
-    $or: [{ expiration_at: null }, { expiration_at: { $gt: input.at } }],
+    ...notApplied,
+    $and: [activeAt(input.at), { $or: [{ expiration_at: null }, { expiration_at: { $gt: input.at } }] }],
     ...(drains
       ? { balance_cents: exactly(balance), credits_balance: exactly(creditsBalance) }
       : { balance_cents: { $gte: toDecimal128(amountCents) } }),

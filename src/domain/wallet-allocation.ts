@@ -17,6 +17,8 @@ export interface AllocatableWallet {
   createdAt: Date;
   status: WalletStatus;
   expirationAt?: Date | null;
+  /** When it was terminated: a wallet terminated after the finalization instant still paid then. */
+  terminatedAt?: Date | null;
 }
 
 export interface WalletAllocation {
@@ -38,7 +40,8 @@ export interface WalletAllocationResult {
  * terminated it yet: the forfeited balance must not depend on when that task last ran.
  */
 export function isWalletUsable(wallet: AllocatableWallet, at: Date): boolean {
-  if (wallet.status !== 'active') return false;
+  const activeAt = wallet.status === 'active' || (wallet.terminatedAt != null && wallet.terminatedAt.getTime() > at.getTime());
+  if (!activeAt) return false;
   return !wallet.expirationAt || wallet.expirationAt.getTime() > at.getTime();
 }
 
@@ -66,7 +69,8 @@ export function allocateWallets(
   const ordered = wallets.filter((wallet) => isWalletUsable(wallet, at)).sort(compareConsumptionOrder);
   for (const wallet of ordered) {
     if (!remaining.greaterThan(0)) break;
-    const balance = dec(wallet.balanceCents);
+    // Whole cents only: nobody pays a fraction of a cent, so a wallet's fraction of one stays in it.
+    const balance = dec(wallet.balanceCents).toDecimalPlaces(0, Dec.ROUND_DOWN);
     if (!balance.greaterThan(0)) continue;
     const amountCents = Dec.min(balance, remaining);
     allocations.push({ walletId: wallet.id, amountCents });

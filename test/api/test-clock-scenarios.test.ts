@@ -81,6 +81,8 @@ interface InvoiceBody {
   fees_amount_cents: string;
   subtotal: string;
   progressive_billing_credit_amount_cents: string;
+  prepaid_credit_amount: string;
+  credit_notes_amount_cents: string;
   total: string;
   finalized_at: string | null;
   created_at: string;
@@ -934,7 +936,7 @@ describe('a termination credit note in advance (issue 12)', () => {
     expect(notes[0]!.items.map((i) => i.amount_cents)).toEqual(['6774.0000']);
   });
 
-  it('credits a fee that was itself prorated up to what its invoice charged, and its taxes', async () => {
+  it('credits a fee that was itself prorated up to what its invoice charged', async () => {
     // Started March 15th: 17 of 31 days, 10000 x 17/31 = 5483.8710, invoiced as 5484. Terminated
     // the same day: every billed day is unused.
     const clock = await createClock('2031-03-15T00:00:00Z');
@@ -996,5 +998,34 @@ describe('each fee names the period it bills (issue 12)', () => {
       ['charge', '2.0000', '2030-01-01T00:00:00.000Z', '2030-01-15T00:00:00.000Z'],
       ['subscription', '1400.0000', '2030-01-01T00:00:00.000Z', '2030-01-15T00:00:00.000Z'],
     ]);
+  });
+});
+
+describe('wallets at the finalization instant (issue 12, found by the finalization model)', () => {
+  it('a wallet expiring later in the same advance pays for an earlier boundary', async () => {
+    const clock = await createClock('2030-01-01T00:00:00Z');
+    const customer = await createCustomer(clock.id);
+    const plan = await createPlan({ amount_cents: 500 });
+    const sub = await subscribe({ customer_id: customer.id, plan_id: plan.id });
+    const wallet = await ok<WalletBody>(await post('/v1/wallets', { customer_id: customer.id, initial_granted_credits: '10', expiration_at: '2030-03-01T00:00:00Z' }), 201);
+    // One advance over both the February 1st boundary and the wallet's expiry.
+    await advance(clock.id, '2030-03-01T00:00:00Z');
+    const [january] = await invoicesOf(sub.id);
+    expect(january).toMatchObject({ issuing_date: '2030-02-01', prepaid_credit_amount: '500.0000', total: '0.0000', status: 'paid' });
+    expect(await ok<WalletBody>(await get(`/v1/wallets/${wallet.id}`), 200)).toMatchObject({ status: 'terminated', balance_cents: '500.0000' });
+  });
+
+  it('pays whole cents and keeps a fraction of one', async () => {
+    const clock = await createClock('2030-01-01T00:00:00Z');
+    const customer = await createCustomer(clock.id);
+    const plan = await createPlan({ amount_cents: 1000 });
+    const sub = await subscribe({ customer_id: customer.id, plan_id: plan.id });
+    // 1.2345 credits at 0.01 a credit: 1.2345 cents.
+    const wallet = await ok<WalletBody>(await post('/v1/wallets', { customer_id: customer.id, rate_amount: '0.01', initial_granted_credits: '1.2345' }), 201);
+    expect(wallet.balance_cents).toBe('1.2345');
+    await advance(clock.id, '2030-02-01T00:00:00Z');
+    const [january] = await invoicesOf(sub.id);
+    expect(january).toMatchObject({ prepaid_credit_amount: '1.0000', total: '999.0000' });
+    expect((await ok<WalletBody>(await get(`/v1/wallets/${wallet.id}`), 200)).balance_cents).toBe('0.2345');
   });
 });

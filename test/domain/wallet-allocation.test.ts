@@ -69,9 +69,9 @@ describe('allocateWallets', () => {
       name: 'wallets short of the amount due: the rest stays due',
       due: '1000',
       wallets: [wallet('A', 300, { priority: 1 }), wallet('B', '200.5', { priority: 2 })],
-      expected: [['A', '300'], ['B', '200.5']],
-      total: '500.5',
-      remaining: '499.5',
+      expected: [['A', '300'], ['B', '200']],
+      total: '500',
+      remaining: '500',
     },
     {
       name: 'a terminated wallet pays nothing',
@@ -130,11 +130,36 @@ describe('allocateWallets', () => {
       remaining: '100',
     },
     {
-      name: 'fractional balances are used exactly, not rounded',
+      // prepaid_credit_amount is an invoice-level amount: whole cents (billing-rules.md, Numbers).
+      name: 'a fractional balance pays its whole cents and keeps the fraction',
       due: '1500',
       wallets: [wallet('A', '1234.5678', { priority: 1 }), wallet('B', '1000', { priority: 2 })],
-      expected: [['A', '1234.5678'], ['B', '265.4322']],
+      expected: [['A', '1234'], ['B', '266']],
       total: '1500',
+      remaining: '0',
+    },
+    {
+      name: 'a balance below one cent pays nothing',
+      due: '10',
+      wallets: [wallet('A', '0.9999', { priority: 1 }), wallet('B', '0.01', { priority: 2 })],
+      expected: [],
+      total: '0',
+      remaining: '10',
+    },
+    {
+      name: 'a wallet terminated after the finalization instant still pays for it',
+      due: '100',
+      wallets: [wallet('later', 1000, { priority: 1, status: 'terminated', terminatedAt: new Date(AT.getTime() + 1) }), wallet('B', 1000)],
+      expected: [['later', '100']],
+      total: '100',
+      remaining: '0',
+    },
+    {
+      name: 'a wallet terminated at the finalization instant pays nothing',
+      due: '100',
+      wallets: [wallet('then', 1000, { priority: 1, status: 'terminated', terminatedAt: AT }), wallet('B', 1000)],
+      expected: [['B', '100']],
+      total: '100',
       remaining: '0',
     },
   ])('$name', ({ due, wallets, expected, total, remaining }) => {
@@ -198,14 +223,15 @@ describe('wallet allocation invariants (property-based)', () => {
           expect(isWalletUsable(source, AT)).toBe(true);
           expect(allocation.amountCents.greaterThan(0)).toBe(true);
           expect(allocation.amountCents.lessThanOrEqualTo(dec(source.balanceCents))).toBe(true);
+          expect(allocation.amountCents.isInteger()).toBe(true);
           total = total.plus(allocation.amountCents);
         }
         expect(new Set(result.allocations.map((a) => a.walletId)).size).toBe(result.allocations.length);
         expect(total.equals(result.totalCents)).toBe(true);
         expect(total.lessThanOrEqualTo(Math.max(due, 0))).toBe(true);
         const available = wallets
-          .filter((w) => isWalletUsable(w, AT) && dec(w.balanceCents).greaterThan(0))
-          .reduce((acc, w) => acc.plus(w.balanceCents), dec(0));
+          .filter((w) => isWalletUsable(w, AT) && dec(w.balanceCents).floor().greaterThan(0))
+          .reduce((acc, w) => acc.plus(dec(w.balanceCents).floor()), dec(0));
         const expectedTotal = due > 0 ? (available.lessThan(due) ? available : dec(due)) : dec(0);
         expect(result.totalCents.equals(expectedTotal)).toBe(true);
         expect(result.remainingCents.equals(dec(Math.max(due, 0)).minus(total))).toBe(true);
@@ -222,7 +248,7 @@ describe('wallet allocation invariants (property-based)', () => {
         result.allocations.forEach((allocation, index) => {
           const source = byId.get(allocation.walletId)!;
           if (index < result.allocations.length - 1) {
-            expect(allocation.amountCents.equals(dec(source.balanceCents))).toBe(true);
+            expect(allocation.amountCents.equals(dec(source.balanceCents).floor())).toBe(true);
             const next = byId.get(result.allocations[index + 1]!.walletId)!;
             expect(
               source.priority < next.priority ||
