@@ -295,7 +295,9 @@ export class SubscriptionBilling {
       const period = state.currentPeriod;
       const segmentFrom = new Date(state.segmentFrom ?? period.from);
       const billedUntil = earlier(startOfNextLocalDay(at, state.timezone), new Date(period.to));
-      if (chosen !== 'skip') {
+      // Ended inside its trial: nothing was ever billable, not even the day the trial would have ended.
+      const inTrial = state.trialEndsAt !== null && Date.parse(state.trialEndsAt) > at.getTime();
+      if (chosen !== 'skip' && !inTrial) {
         const lines = await this.segmentLines(state, state.plan, period, segmentFrom, billedUntil, at, { baseFee: !state.payInAdvance });
         if (lines && lines.fees.length > 0) {
           const invoice = await this.issue(state, lines, { from: segmentFrom, to: billedUntil }, at, billKey(state, state.plan, segmentFrom, 'subscription'));

@@ -461,17 +461,18 @@ describe('wallet allocation', () => {
   it('wallet allocation follows priority then age: it matches draining usable wallets sorted by (priority, created_at)', () => {
     fc.assert(
       fc.property(dueArb, walletsArb, (due, wallets) => {
-        // Reference: usable wallets with a positive balance, priority 1 first, then the oldest,
-        // each paying all it can until nothing is due. The id only breaks complete ties.
+        // Reference: usable wallets with at least a whole cent, priority 1 first, then the oldest,
+        // each paying all its whole cents can until nothing is due. The id only breaks complete ties.
+        const cents = (w: (typeof wallets)[number]) => dec(w.balanceCents).floor();
         const usable = wallets
           .filter((w) => w.status === 'active' && (w.expirationAt === null || w.expirationAt.getTime() > AT.getTime()))
-          .filter((w) => dec(w.balanceCents).gt(0))
+          .filter((w) => cents(w).gt(0))
           .sort((a, b) => a.priority - b.priority || a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
         let left = nonNegative(dec(due));
         const expected: [string, string][] = [];
         for (const w of usable) {
           if (!left.gt(0)) break;
-          const take = dec(w.balanceCents).lt(left) ? dec(w.balanceCents) : left;
+          const take = cents(w).lt(left) ? cents(w) : left;
           expected.push([w.id, take.toString()]);
           left = left.minus(take);
         }
