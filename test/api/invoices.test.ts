@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import Decimal from 'decimal.js';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, expectError, expectUnknownFields, expectValidationError, ISO_MS_UTC, sleep, UUID } from '../support/http';
+import { eventually, expectError, expectUnknownFields, expectValidationError, ISO_MS_UTC, sleep, UUID, injectAs, ok, type Method } from '../support/http';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
 import { startStackWorker, type StackWorker } from '../support/worker';
 
@@ -146,21 +146,8 @@ const dec = (v: Decimal.Value) => new Decimal(v);
 // ---------------------------------------------------------------------------------------------
 // HTTP helpers.
 
-type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
-
-function call(org: TestOrganization, method: Method, url: string, payload?: unknown, headers: Record<string, string> = {}): Promise<LightMyRequestResponse> {
-  return stack.app.inject({
-    method,
-    url,
-    headers: { ...org.headers, ...headers },
-    ...(payload !== undefined ? { payload: payload as Record<string, unknown> } : {}),
-  });
-}
-
-function ok<T>(res: LightMyRequestResponse, status = 200): T {
-  expect(res.statusCode, res.body).toBe(status);
-  return res.json<T>();
-}
+const call = (org: TestOrganization, method: Method, url: string, payload?: unknown, headers: Record<string, string> = {}) =>
+  injectAs(stack.app, org, method, url, payload, headers);
 
 async function newOrg(overrides: Record<string, unknown> = {}): Promise<TestOrganization & { prefix: string }> {
   const prefix = `T${randomUUID().replaceAll('-', '').slice(0, 5).toUpperCase()}`;

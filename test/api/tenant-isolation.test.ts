@@ -11,7 +11,6 @@
 // (subscriptions' first steps, invoice finalization, webhook deliveries to a local receiver);
 // drafts wait 30 days for finalization, so amounts stay exactly what each step made them.
 import Decimal from 'decimal.js';
-import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
 import type { addOnResource } from '../../src/api/routes/add-ons';
@@ -30,7 +29,7 @@ import type { CreditNoteResource } from '../../src/billing/credit-notes';
 import type { WalletView } from '../../src/billing/wallets';
 import type { SubscriptionResource } from '../../src/subscriptions/resource';
 import { verifyWebhookSignature } from '../../src/webhooks/signature';
-import { eventually, expectError } from '../support/http';
+import { eventually, expectError, injectAs, ok, type Method } from '../support/http';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
 import { startStackWorker, type StackWorker } from '../support/worker';
@@ -114,21 +113,8 @@ function expectedAmounts(terms: Terms, units: number) {
 // ---------------------------------------------------------------------------------------------
 // HTTP helpers.
 
-type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
-
-function call(org: TestOrganization, method: Method, url: string, payload?: unknown, headers: Record<string, string> = {}): Promise<LightMyRequestResponse> {
-  return stack.app.inject({
-    method,
-    url,
-    headers: { ...org.headers, ...headers },
-    ...(payload !== undefined ? { payload: payload as Record<string, unknown> } : {}),
-  });
-}
-
-function ok<T>(res: LightMyRequestResponse, status = 200): T {
-  expect(res.statusCode, res.body).toBe(status);
-  return res.json<T>();
-}
+const call = (org: TestOrganization, method: Method, url: string, payload?: unknown, headers: Record<string, string> = {}) =>
+  injectAs(stack.app, org, method, url, payload, headers);
 
 // ---------------------------------------------------------------------------------------------
 // One organization's world, built through the API with the shared keys.

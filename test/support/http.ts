@@ -1,5 +1,5 @@
 // Assertions shared by the API tests: the uniform error body and small polling/timing helpers.
-import type { LightMyRequestResponse } from 'fastify';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
 
 export interface ErrorBody {
@@ -73,3 +73,28 @@ export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 export const ISO_MS_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
+/** A request of an organization (its API key's headers, plus `headers`) to the in-process API. */
+export function injectAs(
+  app: FastifyInstance,
+  org: { headers: Record<string, string> },
+  method: Method,
+  url: string,
+  payload?: unknown,
+  headers: Record<string, string> = {},
+): Promise<LightMyRequestResponse> {
+  return app.inject({
+    method,
+    url,
+    headers: { ...org.headers, ...headers },
+    ...(payload !== undefined ? { payload: payload as Record<string, unknown> } : {}),
+  });
+}
+
+/** Asserts the status (the body is the message when it differs) and answers the JSON body. */
+export function ok<T>(res: LightMyRequestResponse, status = 200): T {
+  expect(res.statusCode, res.body).toBe(status);
+  return res.json<T>();
+}
