@@ -8,9 +8,9 @@ import type { Db } from '../db';
 import { isDuplicateKeyError } from '../db';
 import type { AppliedCouponDoc } from '../db/models/applied-coupon';
 import type { InvoiceDoc, InvoiceType } from '../db/models/invoice';
-import type { AppliedCoupon } from '../domain/coupons';
+import { applyCoupons, type AppliedCoupon, type CouponApplication } from '../domain/coupons';
 import { assembleInvoice, type AssembledInvoice, type PricedFee } from '../domain/invoice-assembly';
-import { Dec, roundCents } from '../domain/money';
+import { Dec, nonNegative, roundCents } from '../domain/money';
 import { localDate } from '../domain/periods';
 import { deterministicId } from '../ids';
 import { fromDecimal128, toDecimal128 } from '../api/decimal';
@@ -86,15 +86,20 @@ export function toAppliedCoupon(doc: AppliedCouponDoc, reusable: boolean): Appli
   };
 }
 
-/** The customer's active applied coupons, oldest first, as the engine takes them. */
-async function appliedCouponsOf(db: Db, organizationId: string, customerId: string): Promise<AppliedCoupon[]> {
-  const applied = await db.models.AppliedCoupon.find({ organization_id: organizationId, customer_id: customerId, status: 'active' })
+/**
+ * The customer's active applied coupons, oldest first, as the engine takes them; with
+ * `claimedBy`, also those that invoice's finalization already used (a retry counts them active).
+ */
+async function appliedCouponsOf(db: Db, organizationId: string, customerId: string, claimedBy?: string): Promise<AppliedCoupon[]> {
+  // The consumption marker is bookkeeping outside the schema (see consumeCoupon), hence the cast.
+  const status = claimedBy ? { $or: [{ status: 'active' }, { consumed_invoice_ids: claimedBy }] } : { status: 'active' };
+  const applied = await db.models.AppliedCoupon.find({ organization_id: organizationId, customer_id: customerId, ...status } as never)
     .sort({ created_at: 1, _id: 1 })
     .lean();
   if (applied.length === 0) return [];
   const coupons = await db.models.Coupon.find({ _id: { $in: applied.map((a) => a.coupon_id) } }, { reusable: 1 }).lean();
   const reusable = new Map(coupons.map((c) => [c._id, c.reusable]));
-  return applied.map((a) => toAppliedCoupon(a, reusable.get(a.coupon_id) ?? true));
+  return applied.map((a) => ({ ...toAppliedCoupon(a, reusable.get(a.coupon_id) ?? true), status: 'active' as const }));
 }
 
 /**
@@ -317,8 +322,13 @@ export async function finalizeInvoice(db: Db, deps: InvoiceDeps, invoiceId: stri
   const issuingDate = localDate(at, timezone);
   const dueDate = DateTime.fromISO(issuingDate, { zone: timezone }).plus({ days: invoice.net_payment_term }).toISODate()!;
 
-  // What is due after coupons and progressive billing credits (computed at generation).
-  const due = fromDecimal128(invoice.total) ?? new Dec(0);
+  // Coupons are used when an invoice is finalized, not when its draft was generated: drafts
+  // waiting out a grace period would otherwise each take the same `once` coupon. The draft's
+  // coupons were a preview; what is due is recomputed with the ones this finalization claimed.
+  const coupons = await claimCoupons(db, invoice, at);
+  const due = nonNegative(
+    amountOf(invoice.subtotal).plus(amountOf(invoice.tax_amount)).minus(coupons.total).minus(amountOf(invoice.progressive_billing_credit_amount_cents)),
+  );
   const credited = due.greaterThan(0)
     ? await applyCreditNotesToInvoice(db, { organizationId: invoice.organization_id, customerId: invoice.customer_id, currency: invoice.currency, invoiceId, amountCents: due, at })
     : { totalCents: new Dec(0) };
@@ -338,6 +348,13 @@ export async function finalizeInvoice(db: Db, deps: InvoiceDeps, invoiceId: stri
         sequential_id: sequence,
         issuing_date: issuingDate,
         payment_due_date: dueDate,
+        coupons_amount_cents: money(coupons.total),
+        applied_coupons: coupons.applications.map((c) => ({
+          applied_coupon_id: c.applied_coupon_id,
+          coupon_id: c.coupon_id,
+          coupon_code: c.coupon_code,
+          amount_cents: money(c.amount_cents),
+        })),
         credit_notes_amount_cents: money(credited.totalCents),
         prepaid_credit_amount: money(prepaid.totalCents),
         total: money(paid ? 0 : total),
@@ -352,8 +369,10 @@ export async function finalizeInvoice(db: Db, deps: InvoiceDeps, invoiceId: stri
 
 /** What follows the status change of finalization; idempotent, so a retry may run it again. */
 async function afterFinalization(db: Db, deps: InvoiceDeps, invoice: InvoiceDoc, at: Date): Promise<InvoiceDoc> {
-  await consumeCoupons(db, invoice);
   const finalizedAt = invoice.finalized_at ?? at;
+  // Claimed before the status change already; an invoice finalized before claims existed records
+  // its uses here (each use carries the invoice as a marker, so this is a no-op otherwise).
+  for (const used of invoice.applied_coupons) await consumeCoupon(db, invoice._id, used.applied_coupon_id, finalizedAt);
   await emitInvoiceEvent(db, deps, invoice, 'invoice.finalized', finalizedAt);
   if (invoice.status === 'paid' && invoice.paid_at && invoice.paid_at.getTime() === finalizedAt.getTime()) {
     await emitInvoiceEvent(db, deps, invoice, 'invoice.paid', finalizedAt);
@@ -361,39 +380,65 @@ async function afterFinalization(db: Db, deps: InvoiceDeps, invoice: InvoiceDoc,
   return invoice;
 }
 
+const amountOf = (value: Parameters<typeof fromDecimal128>[0]) => fromDecimal128(value) ?? new Dec(0);
+
 /**
- * Records the use of each coupon the invoice applied (specification, Coupon consumption): once →
- * terminated, recurring → one period less (terminated at zero), forever → unchanged; a coupon
- * that is not reusable ends with its application. Each application records the invoice it counted,
- * so a retry does not count twice.
+ * The coupons a finalizing invoice uses: the customer's coupons active now, applied in order, each
+ * use claimed on its applied coupon before the invoice is finalized. When another invoice used one
+ * up meanwhile, the coupons are applied again without it (the uses already claimed stay this
+ * invoice's: a retry finds them by their marker).
  */
-async function consumeCoupons(db: Db, invoice: InvoiceDoc): Promise<void> {
-  for (const used of invoice.applied_coupons) {
-    const applied = await db.models.AppliedCoupon.findById(used.applied_coupon_id).lean();
-    if (!applied) continue;
-    const marker = { consumed_invoice_ids: { $ne: invoice._id } };
-    if (applied.frequency === 'forever') continue;
-    const remaining = applied.frequency === 'recurring' ? (applied.frequency_duration_remaining ?? applied.frequency_duration ?? 1) - 1 : 0;
-    const ends = applied.frequency === 'once' || remaining <= 0;
-    // Raw collection: the consumption marker is bookkeeping outside the mongoose schema.
-    const updated = await db.models.AppliedCoupon.collection.findOneAndUpdate(
-      { _id: applied._id, ...marker } as never,
-      {
-        $set: {
-          frequency_duration_remaining: applied.frequency === 'recurring' ? Math.max(remaining, 0) : applied.frequency_duration_remaining,
-          ...(ends ? { status: 'terminated', terminated_at: invoice.finalized_at, exclusive_key: applied._id } : {}),
-        },
-        $push: { consumed_invoice_ids: invoice._id },
-      } as never,
-      { returnDocument: 'after' },
-    );
-    if (updated && ends) {
-      const coupon = await db.models.Coupon.findById(applied.coupon_id, { reusable: 1 }).lean();
-      if (coupon && !coupon.reusable) {
-        await db.models.Coupon.updateOne({ _id: coupon._id, status: 'active' }, { $set: { status: 'terminated', terminated_at: invoice.finalized_at } });
+async function claimCoupons(db: Db, invoice: InvoiceDoc, at: Date): Promise<{ applications: CouponApplication[]; total: Dec }> {
+  for (let round = 1; ; round++) {
+    const result = applyCoupons({
+      currency: invoice.currency,
+      subtotal: amountOf(invoice.subtotal),
+      applied_coupons: await appliedCouponsOf(db, invoice.organization_id, invoice.customer_id, invoice._id),
+    });
+    let lost = false;
+    for (const application of result.applications) {
+      if (!(await consumeCoupon(db, invoice._id, application.applied_coupon_id, at))) {
+        lost = true;
+        break;
       }
     }
+    if (!lost) return { applications: result.applications, total: result.coupons_amount_cents };
+    if (round >= 5) throw new Error(`coupons of invoice ${invoice._id} kept being used by other invoices`);
   }
+}
+
+/**
+ * Records one use of an applied coupon by an invoice (specification, Coupon consumption): once →
+ * terminated, recurring → one period less (terminated at zero), forever → unchanged; a coupon that
+ * is not reusable ends with its application. The use carries the invoice as a marker, so a retry
+ * does not count twice. False when the coupon is no longer active and this invoice did not use it.
+ */
+async function consumeCoupon(db: Db, invoiceId: string, appliedCouponId: string, at: Date): Promise<boolean> {
+  const applied = await db.models.AppliedCoupon.findById(appliedCouponId).lean();
+  if (!applied) return false;
+  if (applied.frequency === 'forever') return applied.status === 'active';
+  const remaining = applied.frequency === 'recurring' ? (applied.frequency_duration_remaining ?? applied.frequency_duration ?? 1) - 1 : 0;
+  const ends = applied.frequency === 'once' || remaining <= 0;
+  // Raw collection: the consumption marker is bookkeeping outside the mongoose schema.
+  const updated = await db.models.AppliedCoupon.collection.findOneAndUpdate(
+    { _id: applied._id, status: 'active', consumed_invoice_ids: { $ne: invoiceId }, frequency_duration_remaining: applied.frequency_duration_remaining } as never,
+    {
+      $set: {
+        frequency_duration_remaining: applied.frequency === 'recurring' ? Math.max(remaining, 0) : applied.frequency_duration_remaining,
+        ...(ends ? { status: 'terminated', terminated_at: at, exclusive_key: applied._id } : {}),
+      },
+      $push: { consumed_invoice_ids: invoiceId },
+    } as never,
+    { returnDocument: 'after' },
+  );
+  if (!updated) return (await db.models.AppliedCoupon.exists({ _id: applied._id, consumed_invoice_ids: invoiceId } as never)) !== null;
+  if (ends) {
+    const coupon = await db.models.Coupon.findById(applied.coupon_id, { reusable: 1 }).lean();
+    if (coupon && !coupon.reusable) {
+      await db.models.Coupon.updateOne({ _id: coupon._id, status: 'active' }, { $set: { status: 'terminated', terminated_at: at } });
+    }
+  }
+  return true;
 }
 
 /** POST .../pay: a manual payment settles what is left; the invoice is paid. */

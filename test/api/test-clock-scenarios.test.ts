@@ -83,6 +83,7 @@ interface InvoiceBody {
   progressive_billing_credit_amount_cents: string;
   prepaid_credit_amount: string;
   credit_notes_amount_cents: string;
+  coupons_amount_cents: string;
   total: string;
   finalized_at: string | null;
   created_at: string;
@@ -1027,5 +1028,26 @@ describe('wallets at the finalization instant (issue 12, found by the finalizati
     const [january] = await invoicesOf(sub.id);
     expect(january).toMatchObject({ prepaid_credit_amount: '1.0000', total: '999.0000' });
     expect((await ok<WalletBody>(await get(`/v1/wallets/${wallet.id}`), 200)).balance_cents).toBe('0.2345');
+  });
+});
+
+describe('coupons are used at finalization (issue 12, found by the finalization model)', () => {
+  it('a once coupon discounts one invoice, even when two drafts wait out a grace period together', async () => {
+    const clock = await createClock('2030-01-01T00:00:00Z');
+    // 40 days of grace: January's invoice (drafted February 1st) is finalized March 13th, after
+    // February's was drafted on March 1st.
+    const customer = await createCustomer(clock.id, { invoice_grace_period: 40 });
+    const plan = await createPlan({ amount_cents: 1000 });
+    const code = uid('ONCE');
+    await ok(await post('/v1/coupons', { code, name: 'Once 300', coupon_type: 'fixed_amount', amount_cents: '300', amount_currency: 'USD', frequency: 'once' }), 201);
+    await ok(await post('/v1/coupons/apply', { customer_id: customer.id, coupon_code: code }), 201);
+    const sub = await subscribe({ customer_id: customer.id, plan_id: plan.id });
+
+    await advance(clock.id, '2030-03-01T00:00:00Z');
+    expect((await invoicesOf(sub.id)).map((i) => i.status)).toEqual(['draft', 'draft']);
+    await advance(clock.id, '2030-04-15T00:00:00Z');
+    const [january, february] = await invoicesOf(sub.id);
+    expect(january).toMatchObject({ status: 'finalized', coupons_amount_cents: '300.0000', total: '700.0000' });
+    expect(february).toMatchObject({ status: 'finalized', coupons_amount_cents: '0.0000', total: '1000.0000' });
   });
 });
