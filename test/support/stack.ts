@@ -25,15 +25,16 @@ export interface TestStack {
   close(): Promise<void>;
 }
 
-export async function createTestStack(options: { signupToken?: string; now?: () => Date } = {}): Promise<TestStack> {
+/** `logLevel`: the API's log level (default: silent), e.g. 'error' to see the cause of a 500. */
+export async function createTestStack(options: { signupToken?: string; now?: () => Date; logLevel?: 'error' | 'warn' | 'info' } = {}): Promise<TestStack> {
   const db = await createTestDb();
   const taskQueue = `test-${randomUUID()}`;
   const temporal = await connectTemporal({ address: inject('temporalAddress'), namespace: 'default', taskQueue });
   const app = await buildApp({
-    config: { LOG_LEVEL: 'silent', BILLING_SIGNUP_TOKEN: options.signupToken, BODY_LIMIT_BYTES: 1024 * 1024 },
+    config: { LOG_LEVEL: options.logLevel ?? 'silent', BILLING_SIGNUP_TOKEN: options.signupToken, BODY_LIMIT_BYTES: 1024 * 1024 },
     db,
     temporal,
-    logger: false,
+    logger: options.logLevel !== undefined,
     ...(options.now ? { now: options.now } : {}),
   });
   await app.ready();
