@@ -120,12 +120,12 @@ export function walletConsumptionId(walletId: string, invoiceId: string): string
   return deterministicId(`wallet-transaction/${walletId}/${invoiceId}/outbound`);
 }
 
-/** The wallets' status guard plus "this change is not applied yet". */
 /** Active at `at`: active now, or terminated only after it. */
 function activeAt(at: Date) {
   return { $or: [{ status: 'active' as const }, { terminated_at: { $gt: at } }] };
 }
 
+/** The wallets' status guard plus "this change is not applied yet". */
 function notAppliedYet(walletId: string, transactionId: string) {
   return { _id: walletId, status: 'active' as const, applied_transaction_ids: { $ne: transactionId } };
 }

@@ -346,14 +346,14 @@ export class FinalizationModel {
    * 100 (whole cents, half up, as every invoice-level amount). A coupon that finds nothing left to
    * discount is not used, so not consumed (lago-reference.md §4.4: application stops at zero).
    *
-   * Coupons belong to the pipeline "run for a subscription billing period" (spec section 4) and
-   * count down "per period" (billing-rules.md 4): a one-off invoice is no period and takes none
-   * (as in Lago, whose one-off invoices apply no coupon).
+   * Every invoice of the pipeline takes them, one-off invoices included (the lead's decision, as a
+   * customer discount in Stripe): a one-off invoice uses up a `once` coupon and counts a recurring
+   * one down.
    */
   private applyCoupons(invoice: ModelInvoice, claim: boolean): void {
     invoice.coupons = [];
     let remaining = invoice.subtotal;
-    for (const applied of invoice.invoiceType === 'subscription' ? this.appliedCoupons : []) {
+    for (const applied of this.appliedCoupons) {
       if (applied.status !== 'active') continue;
       const { terms } = applied;
       const discount =

@@ -68,9 +68,7 @@ const SHRINK_MS = Number(process.env.MODEL_SHRINK_MS ?? 180_000);
  * entry in the findings); set to false once the bug is fixed.
  */
 const AVOID = {
-  /** Finding 2: a one-off invoice takes (and uses up) the customer's coupons. */
-  oneOffInvoicesWithActiveCoupons: true,
-  /** Finding 6: top_up refuses `voided_credits` (api-contract.md, Wallets). */
+  /** Finding 6: top_up refuses `voided_credits` (api-contract.md, Wallets); issue 16's work. */
   voidedCredits: true,
   /** Finding 7: a request shed under load is answered 500, not 503 (GETs are retried on it). */
   loadShedAnsweredAs500: true,
@@ -261,14 +259,6 @@ const REGRESSIONS: Record<string, Scenario> = {
       { op: 'createWallet', priority: 1, rate: '0.01', credits: '0.01', expiration: null },
       { op: 'advance', to: { months: 1 } },
     ],
-  },
-  'a one-off invoice takes no coupon (finding 2)': {
-    startMonth: 0,
-    graceDays: 0,
-    taxes: NO_TAXES,
-    plan: null,
-    setup: [{ op: 'coupon', couponType: 'fixed_amount', amountCents: 1, percentageRate: '1', frequency: 'once', frequencyDuration: 1, reusable: false }],
-    steps: [{ op: 'oneOff', lines: [{ unitPrice: '1', quantity: 1 }] }],
   },
   'an invoice the API shows finalized can be paid at once (finding 3)': {
     startMonth: 0,
@@ -487,11 +477,6 @@ class ScenarioRun {
     }
   }
 
-  /** Finding 2 again: a one-off draft would take a coupon applied before it is finalized. */
-  private oneOffDraftWouldTakeCoupons(): boolean {
-    return AVOID.oneOffInvoicesWithActiveCoupons && this.model.invoices.some((i) => i.invoiceType === 'one_off' && i.status === 'draft');
-  }
-
   private subscriptionToCome(): boolean {
     return this.scenario.plan !== null && !this.subscribed;
   }
@@ -574,7 +559,6 @@ class ScenarioRun {
         return true;
       }
       case 'coupon': {
-        if (this.oneOffDraftWouldTakeCoupons()) return false;
         const fixed = op.couponType === 'fixed_amount';
         const recurring = op.frequency === 'recurring';
         const body = await this.ok<CouponBody>('POST', '/v1/coupons', {
@@ -600,7 +584,7 @@ class ScenarioRun {
       }
       case 'reapplyCoupon': {
         const coupon = pick(m.coupons, op.coupon);
-        if (!coupon || this.oneOffDraftWouldTakeCoupons()) return false;
+        if (!coupon) return false;
         await this.applyCoupon(coupon);
         return true;
       }
@@ -634,7 +618,6 @@ class ScenarioRun {
         return true;
       }
       case 'oneOff': {
-        if (AVOID.oneOffInvoicesWithActiveCoupons && m.appliedCoupons.some((a) => a.status === 'active')) return false;
         // Two invoice events at one instant happen in no specified order: none is let happen (a
         // subscription still to come bills its first in-advance invoice at this very instant).
         if (this.scenario.graceDays > 0 && (this.subscriptionToCome() || m.invoiceEventAt(m.finalizationOfNew()))) return false;

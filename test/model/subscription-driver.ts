@@ -144,7 +144,7 @@ export interface DriverContext {
   assertAlive(): void;
 }
 
-export class ScenarioMismatch extends Error {}
+class ScenarioMismatch extends Error {}
 
 /** Creates the metrics and the catalog's plans in the organization. */
 export async function createCatalog(app: FastifyInstance, headers: Headers): Promise<Pick<DriverContext, 'planIds' | 'chargeMetrics'>> {
@@ -234,9 +234,14 @@ class ScenarioRun {
     return { invoices: m.invoices.length, fees: m.invoices.reduce((n, inv) => n + inv.fees.length, 0), creditNotes: m.creditNotes.length, situations: m.situations };
   }
 
-  private request(method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object): Promise<LightMyRequestResponse> {
-    this.ctx.assertAlive();
-    return this.ctx.app.inject({ method, url, headers: this.ctx.headers, ...(payload ? { payload } : {}) });
+  /** One API request; a 503 (the API shedding load on a busy machine) is retried, as a client would. */
+  private async request(method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object): Promise<LightMyRequestResponse> {
+    for (let attempt = 1; ; attempt++) {
+      this.ctx.assertAlive();
+      const res = await this.ctx.app.inject({ method, url, headers: this.ctx.headers, ...(payload ? { payload } : {}) });
+      if (res.statusCode !== 503 || attempt === 10) return res;
+      await new Promise((r) => setTimeout(r, 500 * attempt));
+    }
   }
 
   private async ok<T>(method: 'GET' | 'POST', url: string, status: number, payload?: object): Promise<T> {
