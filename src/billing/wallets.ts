@@ -120,14 +120,23 @@ export function walletConsumptionId(walletId: string, invoiceId: string): string
   return deterministicId(`wallet-transaction/${walletId}/${invoiceId}/outbound`);
 }
 
-/** Active at `at`: active now, or terminated only after it. */
-function activeAt(at: Date) {
-  return { $or: [{ status: 'active' as const }, { terminated_at: { $gt: at } }] };
+/**
+ * A wallet that can pay at `at`: active then (active now, or terminated only after it; on a test
+ * clock a wallet's workflow may already have terminated it for a later instant of the same advance)
+ * and not expired.
+ */
+function usableAt(at: Date) {
+  return {
+    $and: [
+      { $or: [{ status: 'active' as const }, { terminated_at: { $gt: at } }] },
+      { $or: [{ expiration_at: null }, { expiration_at: { $gt: at } }] },
+    ],
+  };
 }
 
-/** The wallets' status guard plus "this change is not applied yet". */
+/** "This change is not applied yet" to the wallet. */
 function notAppliedYet(walletId: string, transactionId: string) {
-  return { _id: walletId, status: 'active' as const, applied_transaction_ids: { $ne: transactionId } };
+  return { _id: walletId, applied_transaction_ids: { $ne: transactionId } };
 }
 
 function pendingEntry(
@@ -269,7 +278,7 @@ export async function topUpWallet(
   const cents = creditsToCents(input.credits, rate);
   const entry = pendingEntry(transactionId, { transaction_type: 'inbound', status: 'granted', source: input.source, invoice_id: null, created_at: input.at }, cents, input.credits);
   const updated = await Wallet.findOneAndUpdate(
-    { ...notAppliedYet(input.walletId, transactionId), organization_id: input.organizationId },
+    { ...notAppliedYet(input.walletId, transactionId), status: 'active', organization_id: input.organizationId },
     {
       $inc: { balance_cents: toDecimal128(cents), credits_balance: toDecimal128(input.credits) },
       $push: { applied_transaction_ids: transactionId, pending_transactions: entry },
@@ -390,14 +399,7 @@ async function consumeUnderLease(
 
   for (let round = 0; remaining.greaterThan(0); round++) {
     if (round >= MAX_CONSUMPTION_ROUNDS) throw new Error(`wallet consumption for invoice ${input.invoiceId} kept colliding with concurrent changes`);
-    // Judged at the finalization instant: on a test clock, a wallet's workflow may already have
-    // terminated it for a later instant of the same advance.
-    const wallets = await Wallet.find({
-      ...scope,
-      currency: input.currency,
-      _id: { $nin: [...used] },
-      $and: [activeAt(input.at), { $or: [{ expiration_at: null }, { expiration_at: { $gt: input.at } }] }],
-    }).lean();
+    const wallets = await Wallet.find({ ...scope, ...usableAt(input.at), currency: input.currency, _id: { $nin: [...used] } }).lean();
     const allocation = allocateWallets(
       remaining,
       wallets.map((w) => ({
@@ -456,7 +458,7 @@ async function settle(db: Db, input: ConsumeWalletsInput, walletId: string, amou
 /**
  * The guarded debit of one wallet. A debit of the whole balance (as read) empties both balances
  * exactly, guarded by both values; a partial one decrements them, guarded by balance >= amount.
- * Either way the wallet must still be active, unexpired at the finalization instant, and without
+ * Either way the wallet must still be usable at the finalization instant (usableAt), and without
  * this transaction applied. Answers the parked record, or null when the guard refused.
  */
 async function debitWallet(
@@ -477,10 +479,9 @@ async function debitWallet(
     credits,
   );
   const exactly = (d: Decimal) => ({ $gte: toDecimal128(d), $lte: toDecimal128(d) });
-  const { status: _active, ...notApplied } = notAppliedYet(wallet._id, transactionId);
   const filter = {
-    ...notApplied,
-    $and: [activeAt(input.at), { $or: [{ expiration_at: null }, { expiration_at: { $gt: input.at } }] }],
+    ...notAppliedYet(wallet._id, transactionId),
+    ...usableAt(input.at),
     ...(drains
       ? { balance_cents: exactly(balance), credits_balance: exactly(creditsBalance) }
       : { balance_cents: { $gte: toDecimal128(amountCents) } }),

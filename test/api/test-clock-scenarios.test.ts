@@ -956,6 +956,28 @@ describe('a termination credit note in advance (issue 12)', () => {
   });
 });
 
+describe('a termination credit note of a taxed fee (issue 12)', () => {
+  it('gives back the unused days of the fee with their tax: 12000 x 21/31 is 8129', async () => {
+    const clock = await createClock('2031-03-01T00:00:00Z');
+    const customer = await createCustomer(clock.id);
+    const taxCode = uid('VAT');
+    await ok(await post('/v1/taxes', { code: taxCode, name: 'VAT 20%', rate: '0.2' }), 201);
+    await ok(await post('/v1/taxes/apply', { tax_code: taxCode, taxable_type: 'customer', taxable_id: customer.id }), 201);
+    const plan = await createPlan({ amount_cents: 10_000 });
+    const sub = await subscribe({ customer_id: customer.id, plan_id: plan.id, pay_in_advance: true });
+    // March in advance: 10000 and 2000 of tax.
+    expect((await invoicesOf(sub.id)).map((i) => i.total)).toEqual(['12000.0000']);
+    await advance(clock.id, '2031-03-10T12:00:00Z');
+    await ok(await del(`/v1/subscriptions/${sub.id}?on_termination_action=generate_credit_note`), 200);
+    const notes = await eventually(async () => {
+      const found = await creditNotesOf(customer.id);
+      return found.length > 0 ? found : undefined;
+    }, 30_000, 'the termination credit note');
+    // 21 unused days of 31: 6774.19 of fee and 1354.84 of its tax, 8129.03 -> 8129.
+    expect(notes.map((n) => n.credit_amount_cents)).toEqual(['8129.0000']);
+  });
+});
+
 describe('each fee names the period it bills (issue 12)', () => {
   it('in advance, the boundary invoice and its base fee are for the starting period, its usage for the ended one', async () => {
     const clock = await createClock('2030-01-15T00:00:00Z');

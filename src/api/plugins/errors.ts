@@ -52,6 +52,9 @@ export function registerErrorHandling(app: FastifyInstance): void {
       payload = body(413, 'payload_too_large', 'The request body is too large');
     } else if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
       payload = body(error.statusCode, 'bad_request', error.message);
+    } else if (error.statusCode === 503) {
+      // Load shedding (@fastify/under-pressure, which has set Retry-After): not a fault, a retry later works.
+      payload = body(503, 'service_unavailable', 'The service is overloaded; retry after the delay in Retry-After');
     } else {
       request.log.error({ err: error }, 'unhandled error');
       payload = body(500, 'internal_error', 'Internal server error');
