@@ -868,6 +868,13 @@ async function creditNotesOf(customerId: string): Promise<CreditNoteBody[]> {
   return notes.sort((a, b) => a.created_at.localeCompare(b.created_at) || a.number.localeCompare(b.number));
 }
 
+/** The customer's credit notes, once there is one (a termination issues it in its step). */
+const firstCreditNotes = (customerId: string) =>
+  eventually(async () => {
+    const found = await creditNotesOf(customerId);
+    return found.length > 0 ? found : undefined;
+  }, 30_000, 'the termination credit note');
+
 const creditsOf = (notes: CreditNoteBody[]) => notes.map((n) => ({ items: n.items.map((i) => i.amount_cents), credit: n.credit_amount_cents, reason: n.reason }));
 
 describe('same-day plan changes in advance (issue 12)', () => {
@@ -928,10 +935,7 @@ describe('a termination credit note in advance (issue 12)', () => {
     const sub = await subscribe({ customer_id: customer.id, plan_id: plan.id, pay_in_advance: true });
     await advance(clock.id, '2031-03-10T12:00:00Z');
     await ok(await del(`/v1/subscriptions/${sub.id}?on_termination_action=generate_credit_note`), 200);
-    const notes = await eventually(async () => {
-      const found = await creditNotesOf(customer.id);
-      return found.length > 0 ? found : undefined;
-    }, 30_000, 'the termination credit note');
+    const notes = await firstCreditNotes(customer.id);
     expect(notes).toHaveLength(1);
     expect(notes[0]).toMatchObject({ reason: 'order_cancellation', credit_amount_cents: '6774.0000', balance_amount_cents: '6774.0000' });
     expect(notes[0]!.items.map((i) => i.amount_cents)).toEqual(['6774.0000']);
@@ -947,10 +951,7 @@ describe('a termination credit note in advance (issue 12)', () => {
     expect((await invoicesOf(sub.id)).map((i) => i.total)).toEqual(['5484.0000']);
     await advance(clock.id, '2031-03-16T00:00:00Z');
     await ok(await del(`/v1/subscriptions/${sub.id}?on_termination_action=generate_credit_note`), 200);
-    const notes = await eventually(async () => {
-      const found = await creditNotesOf(customer.id);
-      return found.length > 0 ? found : undefined;
-    }, 30_000, 'the termination credit note');
+    const notes = await firstCreditNotes(customer.id);
     // March 17th to 31st: 15 days, 10000 x 15/31 = 4838.7097 -> 4839.
     expect(notes.map((n) => n.credit_amount_cents)).toEqual(['4839.0000']);
   });
@@ -969,10 +970,7 @@ describe('a termination credit note of a taxed fee (issue 12)', () => {
     expect((await invoicesOf(sub.id)).map((i) => i.total)).toEqual(['12000.0000']);
     await advance(clock.id, '2031-03-10T12:00:00Z');
     await ok(await del(`/v1/subscriptions/${sub.id}?on_termination_action=generate_credit_note`), 200);
-    const notes = await eventually(async () => {
-      const found = await creditNotesOf(customer.id);
-      return found.length > 0 ? found : undefined;
-    }, 30_000, 'the termination credit note');
+    const notes = await firstCreditNotes(customer.id);
     // 21 unused days of 31: 6774.19 of fee and 1354.84 of its tax, 8129.03 -> 8129.
     expect(notes.map((n) => n.credit_amount_cents)).toEqual(['8129.0000']);
   });
