@@ -1,13 +1,16 @@
 /**
  * testClockAdvanceWorkflow: one advance of a test clock (`test-clock/<id>/advance/<target>`).
  *
- * The clock's frozen_time is already the target (every workflow started meanwhile starts there).
- * Rounds: deliver the time to every running workflow of the clock's customers and wait until each
- * has caught up; a step may start new workflows (a period's invoice), so rounds repeat until one
- * confirms exactly the workflows the previous one did. Then the clock is ready.
- * No timers, no signals; it ends when the clock is ready.
+ * The clock's frozen_time is already the target. The time is delivered instant by instant, in
+ * order, as real time would pass: each round tells every running workflow of the clock's customers
+ * an instant and waits until each has caught up; each answers what it waits for next. The next
+ * instant is the earliest of those (or the target). Rounds at one instant repeat until one finds
+ * nothing due and exactly the workflows the previous one did (a step may start new workflows, or
+ * signal others), so everything that falls due at an instant is done before the next one: two
+ * invoices whose grace periods end in one advance are finalized in the order of their instants.
+ * Then the clock is ready. No timers, no signals; it ends when the clock is ready.
  */
-import { proxyActivities } from '@temporalio/workflow';
+import { patched, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 
 const acts = proxyActivities<Activities>({
@@ -19,9 +22,36 @@ const acts = proxyActivities<Activities>({
 export interface TestClockAdvanceInput {
   clockId: string;
   target: string;
+  /** The clock's time before the advance (where its workflows stand). */
+  from?: string;
 }
 
-export async function testClockAdvanceWorkflow(input: TestClockAdvanceInput): Promise<{ rounds: number; workflows: number }> {
+export async function testClockAdvanceWorkflow(input: TestClockAdvanceInput): Promise<{ rounds: number; workflows: number; instants?: number }> {
+  if (!patched('test-clock-instants-in-order')) return deliverTargetAtOnce(input);
+  const target = Date.parse(input.target);
+  let at = input.from ?? input.target;
+  let previous: string | null = null;
+  let rounds = 0;
+  let instants = 1;
+  let confirmed: string[] = [];
+  for (;;) {
+    const round = await acts.advanceTestClockStep(input.clockId, at);
+    confirmed = round.confirmed;
+    rounds++;
+    const key = confirmed.join(',');
+    const settled = !round.due && key === previous;
+    previous = key;
+    if (!settled) continue;
+    if (Date.parse(at) >= target) break;
+    at = round.nextWakeAt !== null && Date.parse(round.nextWakeAt) < target ? round.nextWakeAt : input.target;
+    instants++;
+  }
+  await acts.markTestClockReady(input.clockId, input.target);
+  return { rounds, workflows: confirmed.length, instants };
+}
+
+/** Before instants were delivered in order: the target to everyone at once (executions started then). */
+async function deliverTargetAtOnce(input: TestClockAdvanceInput): Promise<{ rounds: number; workflows: number }> {
   let previous = '';
   let rounds = 0;
   let confirmed: string[] = [];

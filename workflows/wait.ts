@@ -22,7 +22,19 @@ let clock: Clock | null = null;
 let parked: { until: number | null } | null = null;
 let finished = false;
 
-export const advanceTestClockUpdate = defineUpdate<{ clockId: string; caughtUpAt: string }, [frozenTime: string]>('advanceTestClock');
+/**
+ * The answer to a delivered time: `due` when something of this workflow fell due (it worked, so it
+ * may have started or signalled other workflows); `nextWakeAt`, the instant it waits for next (null:
+ * a command only, or finished), so that a clock's advance can deliver the instants in order.
+ */
+export interface ClockCaughtUp {
+  clockId: string;
+  caughtUpAt: string;
+  due?: boolean;
+  nextWakeAt?: string | null;
+}
+
+export const advanceTestClockUpdate = defineUpdate<ClockCaughtUp, [frozenTime: string]>('advanceTestClock');
 
 function caughtUp(): boolean {
   if (finished) return true;
@@ -39,8 +51,10 @@ export function useClock(ref: ClockRef | null | undefined): void {
     async (frozenTime) => {
       const c = clock!;
       c.now = Math.max(c.now, Date.parse(frozenTime));
+      const due = !caughtUp();
       await condition(caughtUp);
-      return { clockId: c.id, caughtUpAt: new Date(c.now).toISOString() };
+      const until = finished ? null : (parked?.until ?? null);
+      return { clockId: c.id, caughtUpAt: new Date(c.now).toISOString(), due, nextWakeAt: until === null ? null : new Date(until).toISOString() };
     },
     {
       validator: (frozenTime) => {

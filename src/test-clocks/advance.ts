@@ -1,8 +1,8 @@
 // Advancing and deleting a test clock. An advance moves the clock's frozen_time to the target at
-// once (so every workflow started meanwhile starts at the target), then a testClockAdvanceWorkflow
-// delivers the new time to every workflow of the clock's customers and waits until each has caught
-// up, in rounds, until a round finds no workflow it had not already seen caught up. Then the clock
-// is `ready` again.
+// once, then a testClockAdvanceWorkflow delivers the time to every workflow of the clock's
+// customers instant by instant (each instant something falls due, in order, then the target),
+// waiting at each until every workflow has caught up; the clock's `workflows_time` is the instant
+// delivered (a workflow started meanwhile starts there). Then the clock is `ready` again.
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import type { Db } from '../db';
 import type { TestClockDoc } from '../db/models/test-clock';
@@ -10,6 +10,7 @@ import { InvalidTransition, Validation } from '../errors';
 import type { TemporalClient } from '../temporal/client';
 import { entitySearchAttributes } from '../temporal/search-attributes';
 import { workflowIds } from '../temporal/workflow-ids';
+import { advanceTestClockUpdate } from '../../workflows/wait';
 
 export interface TestClockDeps {
   db: Db;
@@ -21,7 +22,7 @@ export async function startClockAdvance(deps: TestClockDeps, clock: TestClockDoc
   const { TestClock } = deps.db.models;
   const moved = await TestClock.findOneAndUpdate(
     { _id: clock._id, organization_id: clock.organization_id, deleted_at: null, status: 'ready', frozen_time: { $lt: target } },
-    { $set: { status: 'advancing', frozen_time: target, advance_started_at: new Date(), updated_at: new Date() } },
+    { $set: { status: 'advancing', frozen_time: target, workflows_time: clock.frozen_time, advance_started_at: new Date(), updated_at: new Date() } },
     { returnDocument: 'after' },
   ).lean();
   if (!moved) {
@@ -33,13 +34,13 @@ export async function startClockAdvance(deps: TestClockDeps, clock: TestClockDoc
     await deps.temporal.client.workflow.start('testClockAdvanceWorkflow', {
       workflowId: workflowIds.testClockAdvance(clock._id, target.toISOString()),
       taskQueue: deps.temporal.taskQueue,
-      args: [{ clockId: clock._id, target: target.toISOString() }],
+      args: [{ clockId: clock._id, target: target.toISOString(), from: clock.frozen_time.toISOString() }],
       workflowIdConflictPolicy: 'USE_EXISTING',
       typedSearchAttributes: entitySearchAttributes({ organizationId: clock.organization_id, entityType: 'test_clock', status: 'advancing' }),
     });
   } catch (err) {
     // Nothing will drive the clock: give it back (its workflows already follow the new time only once told).
-    await TestClock.updateOne({ _id: clock._id, status: 'advancing' }, { $set: { status: 'ready', frozen_time: clock.frozen_time, advance_started_at: null } });
+    await TestClock.updateOne({ _id: clock._id, status: 'advancing' }, { $set: { status: 'ready', frozen_time: clock.frozen_time, workflows_time: null, advance_started_at: null } });
     throw err;
   }
   return moved;
@@ -66,33 +67,52 @@ function isGone(err: unknown): boolean {
   return err instanceof WorkflowNotFoundError || err instanceof WorkflowUpdateFailedError;
 }
 
+/** What a round at one instant found: who confirmed, whether anything fell due, and the earliest next wake. */
+export interface ClockRound {
+  confirmed: string[];
+  due: boolean;
+  nextWakeAt: string | null;
+}
+
 /**
- * Tells each workflow the clock's new time and waits until it has caught up (at most `parallel`
- * at once). Returns the workflows that confirmed.
+ * Tells each workflow the clock's time `at` and waits until it has caught up (at most `parallel`
+ * at once).
  */
-export async function deliverClockTime(deps: TestClockDeps, ids: string[], target: string, parallel = 32): Promise<string[]> {
-  const confirmed: string[] = [];
+export async function deliverClockTime(deps: TestClockDeps, ids: string[], at: string, parallel = 32): Promise<ClockRound> {
+  const round: ClockRound = { confirmed: [], due: false, nextWakeAt: null };
   let next = 0;
   const worker = async () => {
     while (next < ids.length) {
       const id = ids[next++]!;
       try {
-        await deps.temporal.client.workflow.getHandle(id).executeUpdate('advanceTestClock', { args: [target] });
-        confirmed.push(id);
+        const answer = await deps.temporal.client.workflow.getHandle(id).executeUpdate(advanceTestClockUpdate, { args: [at] });
+        round.confirmed.push(id);
+        if (answer.due) round.due = true;
+        if (answer.nextWakeAt && (round.nextWakeAt === null || Date.parse(answer.nextWakeAt) < Date.parse(round.nextWakeAt))) round.nextWakeAt = answer.nextWakeAt;
       } catch (err) {
         if (!isGone(err)) throw err;
       }
     }
   };
   await Promise.all(Array.from({ length: Math.min(parallel, ids.length) }, worker));
-  return confirmed.sort();
+  round.confirmed.sort();
+  return round;
+}
+
+/**
+ * One round of an advance at the instant `at`: the clock's workflows stand there (a workflow
+ * started meanwhile starts there too), each is told and caught up.
+ */
+export async function advanceClockTo(deps: TestClockDeps, clockId: string, at: string): Promise<ClockRound> {
+  await deps.db.models.TestClock.updateOne({ _id: clockId, status: 'advancing' }, { $set: { workflows_time: new Date(at) } });
+  return deliverClockTime(deps, await clockWorkflowIds(deps.db, clockId), at);
 }
 
 /** The advance is over: the clock is ready at its target (unless deleted meanwhile). */
 export async function markClockReady(db: Db, clockId: string, target: Date): Promise<void> {
   await db.models.TestClock.updateOne(
     { _id: clockId, status: 'advancing', frozen_time: target },
-    { $set: { status: 'ready', advance_started_at: null, updated_at: new Date() } },
+    { $set: { status: 'ready', advance_started_at: null, workflows_time: null, updated_at: new Date() } },
   );
 }
 

@@ -9,11 +9,14 @@ export interface ClockRef {
   now: string;
 }
 
-/** The customer's test clock (live, not deleted), or null for a real customer. */
+/**
+ * The customer's test clock (live, not deleted) at its present, or null for a real customer. While
+ * an advance runs, the present is the instant its workflows have been brought to.
+ */
 export async function clockOfCustomer(db: Db, customer: { test_clock_id?: string | null }): Promise<ClockRef | null> {
   if (!customer.test_clock_id) return null;
-  const clock = await db.models.TestClock.findOne({ _id: customer.test_clock_id, deleted_at: null }, { frozen_time: 1 }).lean();
-  return clock ? { id: clock._id, now: clock.frozen_time.toISOString() } : null;
+  const clock = await db.models.TestClock.findOne({ _id: customer.test_clock_id, deleted_at: null }, { frozen_time: 1, workflows_time: 1 }).lean();
+  return clock ? { id: clock._id, now: (clock.workflows_time ?? clock.frozen_time).toISOString() } : null;
 }
 
 /** The clock of the customer with this id (see clockOfCustomer); null for a real or unknown customer. */

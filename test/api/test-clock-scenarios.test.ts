@@ -1071,3 +1071,23 @@ describe('coupons are used at finalization (issue 12, found by the finalization 
     expect(february).toMatchObject({ status: 'finalized', coupons_amount_cents: '0.0000', total: '1000.0000' });
   });
 });
+
+describe('one advance delivers its instants in order (issue 12, found by the finalization model)', () => {
+  it('finalizes two drafts whose grace periods end in one advance in date order: numbers and the wallet follow', async () => {
+    const clock = await createClock('2030-01-01T00:00:00Z');
+    // 40 days of grace: January's invoice (drafted February 1st) ends its grace on March 13th,
+    // February's (drafted March 1st) on April 10th; one advance crosses both.
+    const customer = await createCustomer(clock.id, { invoice_grace_period: 40 });
+    const plan = await createPlan({ amount_cents: 1000 });
+    const sub = await subscribe({ customer_id: customer.id, plan_id: plan.id });
+    await advance(clock.id, '2030-03-01T00:00:00Z');
+    // 15 credits: all of January's 1000 and half of February's.
+    const wallet = await ok<WalletBody>(await post('/v1/wallets', { customer_id: customer.id, initial_granted_credits: '15' }), 201);
+    await advance(clock.id, '2030-04-15T00:00:00Z');
+    const [january, february] = await invoicesOf(sub.id);
+    expect(january).toMatchObject({ issuing_date: '2030-03-13', prepaid_credit_amount: '1000.0000', total: '0.0000', status: 'paid' });
+    expect(february).toMatchObject({ issuing_date: '2030-04-10', prepaid_credit_amount: '500.0000', total: '500.0000', status: 'finalized' });
+    expect(Number(january!.number.split('-').pop())).toBeLessThan(Number(february!.number.split('-').pop()));
+    expect((await ok<WalletBody>(await get(`/v1/wallets/${wallet.id}`), 200)).balance_cents).toBe('0.0000');
+  });
+});

@@ -15,6 +15,8 @@ export interface TestClockDoc extends BaseDoc {
   status: TestClockStatus;
   /** While advancing: the instant the advance was asked for (frozen_time is already the target). */
   advance_started_at: Date | null;
+  /** While advancing: the instant delivered to its workflows so far (workflows started meanwhile start there). */
+  workflows_time?: Date | null;
   deleted_at: Date | null;
 }
 
@@ -26,6 +28,7 @@ export const testClockSchema = new Schema<TestClockDoc>(
     frozen_time: { type: Date, required: true },
     status: { type: String, enum: ['ready', 'advancing'], default: 'ready' },
     advance_started_at: { type: Date, default: null },
+    workflows_time: { type: Date, default: null },
     deleted_at: { type: Date, default: null },
   },
   collectionOptions<TestClockDoc>('test_clocks'),
