@@ -251,7 +251,16 @@ describe('POST /v1/subscriptions', () => {
       'activation',
     );
     expect(active).toMatchObject({ started_at: startedAt, current_period_started_at: startedAt });
-    expect(await eventsOf(sub.id)).toEqual(['subscription.created', 'subscription.started']);
+    // The activity saves the subscription, then records its events: the status can be read first.
+    const events = await eventually(
+      async () => {
+        const types = await eventsOf(sub.id);
+        return types.length === 2 ? types : undefined;
+      },
+      5_000,
+      'subscription.started',
+    );
+    expect(events).toEqual(['subscription.created', 'subscription.started']);
   });
 
   it('bills the ended periods of a past start at once, in period order, the first prorated by days', async () => {
