@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Db } from '../src/db';
 import type { InvoiceDoc } from '../src/db/models/invoice';
-import { toInvoiceResource, type InvoiceResource } from '../src/api/routes/invoice-resource';
+import { toInvoiceResource, type InvoiceResource } from '../src/resources/invoice';
 import {
   deleteDraftInvoice,
   finalizeInvoice,

@@ -12,7 +12,7 @@
  */
 import { ApplicationFailure, condition, defineQuery, defineSignal, defineUpdate, proxyActivities, setHandler, allHandlersFinished, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { InvoiceResource } from '../src/api/routes/invoice-resource';
+import { type InvoiceResource } from '../src/resources/invoice';
 import { BillingStatus } from '../src/temporal/search-attributes';
 import type { ClockRef } from '../src/test-clocks/time';
 import { markFinished, nowIso, useClock, waitFor, waitUntil } from './wait';

@@ -1,7 +1,6 @@
 import Decimal from 'decimal.js';
-import { Types } from 'mongoose';
 import { z } from 'zod';
-import { Dec, dec, toDecimal4String } from '../domain/money';
+import { dec } from '../domain/money';
 
 /**
  * Decimal(12,4) on the API (api-contract.md, Conventions): input as a JSON string or number, at
@@ -40,27 +39,4 @@ export function decimalInput(options: { min?: number; max?: number; maxFractionD
       return value;
     })
     .meta({ type: 'string', description: 'decimal, as a string ("12.5000") or a number' });
-}
-
-/** The output form: "1250.0000". */
-export const decimal4 = z.string().describe('decimal with 4 fractional digits, e.g. "1250.0000"');
-
-export function toDecimal128(value: Decimal.Value): Types.Decimal128 {
-  return Types.Decimal128.fromString(new Dec(value).toFixed());
-}
-
-/** Decimal128 (or anything numeric mongoose hands back) to decimal.js; null stays null. */
-export function fromDecimal128(value: unknown): Decimal | null {
-  if (value === null || value === undefined) return null;
-  return dec(String(value));
-}
-
-/** Decimal128 from MongoDB to the API's 4-digit string. */
-export function d4(value: unknown): string {
-  return toDecimal4String(fromDecimal128(value) ?? dec(0));
-}
-
-export function d4OrNull(value: unknown): string | null {
-  const d = fromDecimal128(value);
-  return d ? toDecimal4String(d) : null;
 }

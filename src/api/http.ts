@@ -35,15 +35,6 @@ export function sendList<T>(reply: FastifyReply, items: T[], total: number): T[]
   return items;
 }
 
-export const timestamp = z.string().describe('ISO 8601, UTC, with milliseconds');
-export const nullableTimestamp = timestamp.nullable();
-
-export function iso(date: Date): string;
-export function iso(date: Date | null | undefined): string | null;
-export function iso(date: Date | null | undefined): string | null {
-  return date ? date.toISOString() : null;
-}
-
 const currencies = new Set(Intl.supportedValuesOf('currency'));
 export const currencyCode = z
   .string()

@@ -11,7 +11,8 @@
 import type Decimal from 'decimal.js';
 import { DateTime } from 'luxon';
 import type { Types } from 'mongoose';
-import { fromDecimal128, d4, toDecimal128 } from '../api/decimal';
+import { fromDecimal128, toDecimal128 } from '../db/decimal';
+import { d4 } from '../resources/format';
 import type { Db } from '../db';
 import { isDuplicateKeyError } from '../db';
 import { newId } from '../db/base';

@@ -13,7 +13,7 @@ import { assembleInvoice, type AssembledInvoice, type PricedFee } from '../domai
 import { Dec, nonNegative, roundCents } from '../domain/money';
 import { localDate } from '../domain/periods';
 import { deterministicId } from '../ids';
-import { fromDecimal128, toDecimal128 } from '../api/decimal';
+import { fromDecimal128, toDecimal128 } from '../db/decimal';
 import type { TemporalClient } from '../temporal/client';
 import { entitySearchAttributes } from '../temporal/search-attributes';
 import { workflowIds } from '../temporal/workflow-ids';
@@ -23,7 +23,7 @@ import { draftInvoiceNumber, invoiceNumber, takeDocumentNumber } from './documen
 import { recordSettlement, settledAmount } from './settlements';
 import { consumeWalletsForInvoice } from './wallets';
 import { loadTaxSets } from '../usage/tax-sets';
-import { toInvoiceResource } from '../api/routes/invoice-resource';
+import { toInvoiceResource } from '../resources/invoice';
 import { clockOfCustomer, clockOfCustomerId, type ClockRef } from '../test-clocks/time';
 
 export interface InvoiceDeps extends EmitDeps {

@@ -2,7 +2,7 @@ import type Decimal from 'decimal.js';
 import type { Db } from '../db';
 import { isDuplicateKeyError } from '../db';
 import type { SettlementType } from '../db/models/invoice-settlement';
-import { fromDecimal128, toDecimal128 } from '../api/decimal';
+import { fromDecimal128, toDecimal128 } from '../db/decimal';
 import { Dec } from '../domain/money';
 
 /**

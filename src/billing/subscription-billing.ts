@@ -15,7 +15,7 @@ import { WorkflowUpdateFailedError } from '@temporalio/client';
 import type Decimal from 'decimal.js';
 import type { Db } from '../db';
 import type { InvoiceDoc } from '../db/models/invoice';
-import { fromDecimal128 } from '../api/decimal';
+import { fromDecimal128 } from '../db/decimal';
 import { FULL_PERIOD, type ProrationRatio } from '../domain/charges';
 import type { PricedFee } from '../domain/invoice-assembly';
 import { Dec, ZERO, roundCents, sum } from '../domain/money';

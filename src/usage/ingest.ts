@@ -13,7 +13,7 @@ import type { SubscriptionDoc } from '../db/models/subscription';
 import { dailyContributionReader, dailyRollUpSupport } from '../domain/aggregation/daily';
 import { Dec } from '../domain/money';
 import { localDate } from '../domain/periods';
-import { toDecimal128 } from '../api/decimal';
+import { toDecimal128 } from '../db/decimal';
 import type { CatalogView, MetricView } from './catalog-view';
 
 export interface EventInput {

@@ -7,7 +7,7 @@
 // Everything else reads the range's raw events.
 import type Decimal from 'decimal.js';
 import type { Db } from '../db';
-import { fromDecimal128 } from '../api/decimal';
+import { fromDecimal128 } from '../db/decimal';
 import { aggregate, aggregateDailyRows, carriesOver, dailyRollUpSupport } from '../domain/aggregation';
 import { matchingFilterIndex } from '../domain/charge-filters';
 import { type ChargeFees, computeChargeFees, FULL_PERIOD, type ProrationRatio } from '../domain/charges';

@@ -2,7 +2,7 @@
 // pipeline, 3): the organization's default taxes, and those applied to the customer, the plan,
 // each charge and each add-on. Read from the taxes and applied_taxes collections.
 import type { Db } from '../db';
-import { fromDecimal128 } from '../api/decimal';
+import { fromDecimal128 } from '../db/decimal';
 import type { OrganizationTax, Tax, TaxSets } from '../domain/taxes';
 
 interface TaxRow {

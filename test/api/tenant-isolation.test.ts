@@ -19,7 +19,7 @@ import type { commitmentResource } from '../../src/api/routes/commitments';
 import type { appliedCouponResource, couponResource } from '../../src/api/routes/coupons';
 import type { customerResource } from '../../src/api/routes/customers';
 import type { eventResource } from '../../src/api/routes/events';
-import type { InvoiceResource } from '../../src/api/routes/invoice-resource';
+import { type InvoiceResource } from '../../src/resources/invoice';
 import type { planResource } from '../../src/api/routes/plans';
 import type { appliedTaxResource, taxResource } from '../../src/api/routes/taxes';
 import type { testClockResource } from '../../src/api/routes/test-clocks';

@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import Decimal from 'decimal.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { toDecimal128 } from '../../src/api/decimal';
+import { toDecimal128 } from '../../src/db/decimal';
 import { createCreditNote, finalizeCreditNote, applyCreditNotesToInvoice } from '../../src/billing/credit-notes';
 import { takeDocumentNumber } from '../../src/billing/document-numbers';
 import { createInvoice, finalizeInvoice, markPaidIfSettled, payInvoice, voidInvoice, type InvoiceDeps } from '../../src/billing/invoices';

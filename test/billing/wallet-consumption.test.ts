@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import type Decimal from 'decimal.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { toDecimal128 } from '../../src/api/decimal';
+import { toDecimal128 } from '../../src/db/decimal';
 import {
   consumeWalletsForInvoice,
   createWallet,

@@ -25,7 +25,7 @@ import type { z } from 'zod';
 import type { billableMetricResource } from '../../src/api/routes/billable-metrics';
 import type { appliedCouponResource, couponResource } from '../../src/api/routes/coupons';
 import type { customerResource } from '../../src/api/routes/customers';
-import type { InvoiceResource } from '../../src/api/routes/invoice-resource';
+import { type InvoiceResource } from '../../src/resources/invoice';
 import type { planResource } from '../../src/api/routes/plans';
 import type { taxResource } from '../../src/api/routes/taxes';
 import type { testClockResource } from '../../src/api/routes/test-clocks';

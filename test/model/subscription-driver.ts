@@ -9,7 +9,7 @@ import type { z } from 'zod';
 import type { billableMetricResource } from '../../src/api/routes/billable-metrics';
 import type { customerResource } from '../../src/api/routes/customers';
 import type { eventResource } from '../../src/api/routes/events';
-import type { feeResource, InvoiceResource } from '../../src/api/routes/invoice-resource';
+import { type feeResource, type InvoiceResource } from '../../src/resources/invoice';
 import type { planResource } from '../../src/api/routes/plans';
 import type { testClockResource } from '../../src/api/routes/test-clocks';
 import type { CreditNoteResource } from '../../src/billing/credit-notes';

@@ -8,7 +8,7 @@ import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import type { Db } from '../../src/db';
 import type { InvoiceDoc } from '../../src/db/models/invoice';
-import { fromDecimal128 } from '../../src/api/decimal';
+import { fromDecimal128 } from '../../src/db/decimal';
 import { CatalogView } from '../../src/usage/catalog-view';
 import { Ingestor } from '../../src/usage/ingest';
 import { initialState, planSnapshot, startSubscriptionWorkflow } from '../../src/subscriptions/start';

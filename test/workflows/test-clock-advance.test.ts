@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Db } from '../../src/db';
-import { fromDecimal128 } from '../../src/api/decimal';
+import { fromDecimal128 } from '../../src/db/decimal';
 import { initialState, planSnapshot, startSubscriptionWorkflow } from '../../src/subscriptions/start';
 import type { SubscriptionState } from '../../src/subscriptions/state';
 import { startClockAdvance } from '../../src/test-clocks/advance';

@@ -3,8 +3,11 @@ import { z } from 'zod';
 import type { AddOnDoc } from '../../db/models/add-on';
 import { NotFound } from '../../errors';
 import { findByIdOrCode, listPage, live, uniqueWrite } from '../catalog';
-import { d4, decimal4, decimalInput, toDecimal128 } from '../decimal';
-import { currencyCode, idParams, iso, listQuery, nullableTimestamp, responses, timestamp } from '../http';
+import { decimalInput } from '../decimal';
+import { d4, decimal4 } from '../../resources/format';
+import { toDecimal128 } from '../../db/decimal';
+import { currencyCode, idParams, listQuery, responses } from '../http';
+import { iso, nullableTimestamp, timestamp } from '../../resources/format';
 
 const code = z.string().trim().min(1).max(255);
 

@@ -5,7 +5,8 @@ import { AGGREGATION_TYPES, ROUNDING_FUNCTIONS } from '../../domain/aggregation/
 import { aggregationSettingsFields, aggregationSettingsSchema, checkAggregationSettings } from '../../domain/aggregation/schema';
 import { BadRequest, NotFound, Validation } from '../../errors';
 import { findByIdOrCode, listPage, live, uniqueWrite } from '../catalog';
-import { idParams, iso, listQuery, nullableTimestamp, responses, timestamp } from '../http';
+import { idParams, listQuery, responses } from '../http';
+import { iso, nullableTimestamp, timestamp } from '../../resources/format';
 
 /** A charge filter value meaning "every value the metric declares for this key" (lago-reference.md 1.4). */
 const ALL_FILTER_VALUES = '__ALL_FILTER_VALUES__';

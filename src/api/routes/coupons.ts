@@ -8,8 +8,11 @@ import { COUPON_FREQUENCIES, COUPON_TYPES, type CouponDoc } from '../../db/model
 import type { CouponFrequency, CouponType } from '../../domain/coupons';
 import { BadRequest, Conflict, type FieldError, NotFound, Validation } from '../../errors';
 import { listPage, uniqueWrite } from '../catalog';
-import { d4OrNull, decimal4, decimalInput, fromDecimal128, toDecimal128 } from '../decimal';
-import { currencyCode, idParams, iso, isoDateTimeInput, listQuery, nullableTimestamp, responses, timestamp } from '../http';
+import { decimalInput } from '../decimal';
+import { d4OrNull, decimal4 } from '../../resources/format';
+import { fromDecimal128, toDecimal128 } from '../../db/decimal';
+import { currencyCode, idParams, isoDateTimeInput, listQuery, responses } from '../http';
+import { iso, nullableTimestamp, timestamp } from '../../resources/format';
 import { customerLookup } from '../../db/models/customer';
 
 const code = z.string().trim().min(1).max(255);

@@ -6,8 +6,10 @@ import { CREDIT_NOTE_REASONS, type CreditNoteDoc } from '../../db/models/credit-
 import { NotFound } from '../../errors';
 import { customerNowById } from '../../test-clocks/time';
 import { listPage } from '../catalog';
-import { decimal4, decimalInput } from '../decimal';
-import { idParams, listQuery, nullableTimestamp, responses, timestamp } from '../http';
+import { decimalInput } from '../decimal';
+import { decimal4 } from '../../resources/format';
+import { idParams, listQuery, responses } from '../http';
+import { nullableTimestamp, timestamp } from '../../resources/format';
 
 const reference = z.string().trim().min(1).max(255);
 

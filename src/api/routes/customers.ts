@@ -6,7 +6,8 @@ import { customerLookup, type CustomerDoc } from '../../db/models/customer';
 import { BadRequest, Conflict, NotFound, Validation } from '../../errors';
 import { customerNow } from '../../test-clocks/time';
 import { emitEvent } from '../../webhooks/emit-event';
-import { currencyCode, email, ianaTimezone, idParams, iso, listQuery, nullableTimestamp, responses, sendList, timestamp } from '../http';
+import { currencyCode, email, ianaTimezone, idParams, listQuery, responses, sendList } from '../http';
+import { iso, nullableTimestamp, timestamp } from '../../resources/format';
 
 const billingMetadata = z
   .record(z.string().min(1).max(255), z.union([z.string().max(1000), z.number(), z.boolean()]))

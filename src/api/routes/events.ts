@@ -6,7 +6,8 @@ import { Conflict, NotFound, RateLimited, Validation } from '../../errors';
 import { CatalogView } from '../../usage/catalog-view';
 import { type EventInput, Ingestor, type IngestOutcome } from '../../usage/ingest';
 import { consumeEventsRateLimit, sweepRateLimitWindows } from '../../usage/rate-limit';
-import { errorBody, iso, listQuery, responses, sendList, timestamp as timestampOut } from '../http';
+import { errorBody, listQuery, responses, sendList } from '../http';
+import { iso, timestamp as timestampOut } from '../../resources/format';
 
 const MAX_BATCH = 100;
 

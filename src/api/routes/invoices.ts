@@ -9,10 +9,13 @@ import { Dec, roundFee } from '../../domain/money';
 import { InvalidTransition, NotFound, Validation } from '../../errors';
 import { workflowIds } from '../../temporal/workflow-ids';
 import { newId } from '../../db/base';
-import { d4, decimalInput, fromDecimal128 } from '../decimal';
-import { currencyCode, idParams, iso, listQuery, responses, sendList, timestamp } from '../http';
+import { decimalInput } from '../decimal';
+import { d4 } from '../../resources/format';
+import { fromDecimal128 } from '../../db/decimal';
+import { currencyCode, idParams, listQuery, responses, sendList } from '../http';
+import { iso, timestamp } from '../../resources/format';
 import { customerLookup } from '../../db/models/customer';
-import { feeResource, invoiceResource, toFeeResource, toInvoiceResource, type InvoiceResource } from './invoice-resource';
+import { feeResource, invoiceResource, toFeeResource, toInvoiceResource, type InvoiceResource } from '../../resources/invoice';
 import {
   deleteInvoiceUpdate,
   finalizeInvoiceUpdate,

@@ -5,19 +5,8 @@ import { newId } from '../../db/base';
 import type { ApiKeyDoc } from '../../db/models/api-key';
 import type { OrganizationDoc } from '../../db/models/organization';
 import { NotFound, Unauthorized, Validation } from '../../errors';
-import {
-  currencyCode,
-  email,
-  ianaTimezone,
-  idParams,
-  iso,
-  isoDateTimeInput,
-  listQuery,
-  nullableTimestamp,
-  responses,
-  sendList,
-  timestamp,
-} from '../http';
+import { currencyCode, email, ianaTimezone, idParams, isoDateTimeInput, listQuery, responses, sendList } from '../http';
+import { iso, nullableTimestamp, timestamp } from '../../resources/format';
 import { API_KEY_PREFIX, bearerToken, hashApiKey } from '../plugins/auth';
 
 const optionalText = (max: number) => z.string().max(max).nullable().optional();

@@ -7,8 +7,11 @@ import { CHARGE_MODELS, type ChargeModel, chargePropertiesSchemas } from '../../
 import { filterKey } from '../../domain/charge-filters';
 import { BadRequest, type FieldError, NotFound, Validation } from '../../errors';
 import { findByIdOrCode, listPage, live, uniqueWrite } from '../catalog';
-import { d4OrNull, decimal4, decimalInput, toDecimal128 } from '../decimal';
-import { currencyCode, idParams, iso, listQuery, nullableTimestamp, responses, timestamp } from '../http';
+import { decimalInput } from '../decimal';
+import { d4OrNull, decimal4 } from '../../resources/format';
+import { toDecimal128 } from '../../db/decimal';
+import { currencyCode, idParams, listQuery, responses } from '../http';
+import { iso, nullableTimestamp, timestamp } from '../../resources/format';
 
 const code = z.string().trim().min(1).max(255);
 const displayName = z.string().max(255).nullable();

@@ -20,7 +20,8 @@ import { clockOfCustomer, clockOfCustomerId, type ClockRef } from '../../test-cl
 import { workflowIds } from '../../temporal/workflow-ids';
 import { cancelUpdate, changePlanUpdate, readyUpdate, terminateUpdate } from '../../../workflows/subscription';
 import { listPage } from '../catalog';
-import { idParams, isoDateTimeInput, listQuery, nullableTimestamp, responses, timestamp } from '../http';
+import { idParams, isoDateTimeInput, listQuery, responses } from '../http';
+import { nullableTimestamp, timestamp } from '../../resources/format';
 import { findPlan } from './plans';
 
 const STATUSES = ['pending', 'active', 'canceled', 'terminated'] as const;

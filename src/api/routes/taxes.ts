@@ -4,8 +4,10 @@ import { TAXABLE_TYPES, type AppliedTaxDoc, type TaxableType } from '../../db/mo
 import type { TaxDoc } from '../../db/models/tax';
 import { BadRequest, NotFound } from '../../errors';
 import { findByIdOrCode, listPage, live, uniqueWrite } from '../catalog';
-import { decimalInput, fromDecimal128, toDecimal128 } from '../decimal';
-import { idParams, iso, listQuery, nullableTimestamp, responses, sendList, timestamp } from '../http';
+import { decimalInput } from '../decimal';
+import { fromDecimal128, toDecimal128 } from '../../db/decimal';
+import { idParams, listQuery, responses, sendList } from '../http';
+import { iso, nullableTimestamp, timestamp } from '../../resources/format';
 import { customerLookup } from '../../db/models/customer';
 
 const code = z.string().trim().min(1).max(255);

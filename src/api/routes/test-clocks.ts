@@ -8,7 +8,8 @@ import type { TestClockDoc } from '../../db/models/test-clock';
 import { BadRequest, InvalidTransition, NotFound, Validation } from '../../errors';
 import { deleteTestClock, startClockAdvance } from '../../test-clocks/advance';
 import { listPage, live } from '../catalog';
-import { idParams, iso, isoDateTimeInput, listQuery, nullableTimestamp, responses, timestamp } from '../http';
+import { idParams, isoDateTimeInput, listQuery, responses } from '../http';
+import { iso, nullableTimestamp, timestamp } from '../../resources/format';
 
 const createTestClockBody = z.strictObject({
   name: z.string().max(255).nullable().optional(),

@@ -3,8 +3,11 @@ import { z } from 'zod';
 import type { UsageThresholdDoc } from '../../db/models/usage-threshold';
 import { NotFound } from '../../errors';
 import { listPage, uniqueWrite } from '../catalog';
-import { d4, decimal4, decimalInput, toDecimal128 } from '../decimal';
-import { idParams, iso, listQuery, responses, timestamp } from '../http';
+import { decimalInput } from '../decimal';
+import { d4, decimal4 } from '../../resources/format';
+import { toDecimal128 } from '../../db/decimal';
+import { idParams, listQuery, responses } from '../http';
+import { iso, timestamp } from '../../resources/format';
 import { findPlan } from './plans';
 
 const createThresholdBody = z.strictObject({

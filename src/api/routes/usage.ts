@@ -9,8 +9,9 @@ import { NotFound, Validation } from '../../errors';
 import { CatalogView } from '../../usage/catalog-view';
 import { computeChargeUsage } from '../../usage/period-usage';
 import { loadTaxSets } from '../../usage/tax-sets';
-import { decimal4 } from '../decimal';
-import { idParams, iso, responses, timestamp } from '../http';
+import { decimal4 } from '../../resources/format';
+import { idParams, responses } from '../http';
+import { iso, timestamp } from '../../resources/format';
 import { customerLookup } from '../../db/models/customer';
 import { customerNow } from '../../test-clocks/time';
 

@@ -23,8 +23,10 @@ import { workflowIds } from '../../temporal/workflow-ids';
 import { emitEvent } from '../../webhooks/emit-event';
 import { expirationChangedSignal, terminateWalletUpdate, WALLET_TERMINATED, walletWorkflow } from '../../../workflows/wallet';
 import { listPage } from '../catalog';
-import { decimal4, decimalInput } from '../decimal';
-import { currencyCode, idParams, isoDateTimeInput, listQuery, nullableTimestamp, responses, timestamp } from '../http';
+import { decimalInput } from '../decimal';
+import { decimal4 } from '../../resources/format';
+import { currencyCode, idParams, isoDateTimeInput, listQuery, responses } from '../http';
+import { nullableTimestamp, timestamp } from '../../resources/format';
 import { customerLookup } from '../../db/models/customer';
 import { clockOfCustomerId, customerNow, customerNowById } from '../../test-clocks/time';
 

@@ -6,7 +6,8 @@ import { WEBHOOK_EVENT_TYPES } from '../../domain/webhook-schedule';
 import { InvalidTransition, NotFound } from '../../errors';
 import { startDelivery } from '../../webhooks/emit-event';
 import { generateWebhookSecret } from '../../webhooks/signature';
-import { idParams, iso, listQuery, nullableTimestamp, responses, sendList, timestamp } from '../http';
+import { idParams, listQuery, responses, sendList } from '../http';
+import { iso, nullableTimestamp, timestamp } from '../../resources/format';
 
 const webhookUrl = z
   .url({ protocol: /^https?$/, error: 'must be an http or https URL' })

@@ -1,9 +1,8 @@
 // The invoice and fee resources as the API returns them (and as invoice webhooks carry them).
 import { z } from 'zod';
-import type { FeeDoc } from '../../db/models/fee';
-import type { InvoiceDoc } from '../../db/models/invoice';
-import { d4 } from '../decimal';
-import { iso, nullableTimestamp, timestamp } from '../http';
+import type { FeeDoc } from '../db/models/fee';
+import type { InvoiceDoc } from '../db/models/invoice';
+import { d4, iso, nullableTimestamp, timestamp } from './format';
 
 const appliedTax = z.object({ tax_id: z.string(), tax_code: z.string(), tax_rate: z.string(), amount_cents: z.string() });
 
