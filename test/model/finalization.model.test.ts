@@ -407,13 +407,14 @@ class ScenarioRun {
   // ---- HTTP ---------------------------------------------------------------------------------
 
   /**
-   * One request. A GET the API shed under load (503: the whole suite shares one event loop) is
-   * asked again, as any client would; nothing else is retried, so no refusal goes unseen.
+   * One request. A request the API shed under load (503 before any handler ran: the whole suite
+   * shares one event loop) is asked again, whatever its method, as any client would; nothing else
+   * is retried, so no refusal goes unseen.
    */
   private async call<T>(method: Method, url: string, payload?: object): Promise<Response<T>> {
     for (let attempt = 1; ; attempt++) {
       const res = await injectAs(stack.app, this.org, method, url, payload);
-      if (!(method === 'GET' && res.statusCode === 503 && attempt < 10)) return { status: res.statusCode, body: res.json<T>(), raw: res.body };
+      if (!(res.statusCode === 503 && attempt < 10)) return { status: res.statusCode, body: res.json<T>(), raw: res.body };
       await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
     }
   }
