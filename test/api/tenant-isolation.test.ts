@@ -25,7 +25,7 @@ import type { appliedTaxResource, taxResource } from '../../src/api/routes/taxes
 import type { testClockResource } from '../../src/api/routes/test-clocks';
 import type { usageThresholdResource } from '../../src/api/routes/usage-thresholds';
 import type { webhookEndpointResource, webhookResource } from '../../src/api/routes/webhooks';
-import type { CreditNoteResource } from '../../src/billing/credit-notes';
+import type { CreditNoteResource } from '../../src/resources/credit-note';
 import type { WalletView } from '../../src/billing/wallets';
 import type { SubscriptionResource } from '../../src/subscriptions/resource';
 import { verifyWebhookSignature } from '../../src/webhooks/signature';

@@ -29,7 +29,7 @@ import { type InvoiceResource } from '../../src/resources/invoice';
 import type { planResource } from '../../src/api/routes/plans';
 import type { taxResource } from '../../src/api/routes/taxes';
 import type { testClockResource } from '../../src/api/routes/test-clocks';
-import type { CreditNoteResource } from '../../src/billing/credit-notes';
+import type { CreditNoteResource } from '../../src/resources/credit-note';
 import type { WalletTransactionView, WalletView } from '../../src/billing/wallets';
 import type { SubscriptionResource } from '../../src/subscriptions/resource';
 import { eventually, injectAs, type Method } from '../support/http';

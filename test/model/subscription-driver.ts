@@ -12,7 +12,7 @@ import type { eventResource } from '../../src/api/routes/events';
 import { type feeResource, type InvoiceResource } from '../../src/resources/invoice';
 import type { planResource } from '../../src/api/routes/plans';
 import type { testClockResource } from '../../src/api/routes/test-clocks';
-import type { CreditNoteResource } from '../../src/billing/credit-notes';
+import type { CreditNoteResource } from '../../src/resources/credit-note';
 import type { SubscriptionResource } from '../../src/subscriptions/resource';
 import {
   SubscriptionModel,
