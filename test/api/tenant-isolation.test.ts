@@ -27,7 +27,7 @@ import type { usageThresholdResource } from '../../src/api/routes/usage-threshol
 import type { webhookEndpointResource, webhookResource } from '../../src/api/routes/webhooks';
 import type { CreditNoteResource } from '../../src/resources/credit-note';
 import type { WalletResource } from '../../src/resources/wallet';
-import type { SubscriptionResource } from '../../src/subscriptions/resource';
+import type { SubscriptionResource } from '../../src/resources/subscription';
 import { verifyWebhookSignature } from '../../src/webhooks/signature';
 import { eventually, expectError, injectAs, ok, type Method } from '../support/http';
 import { startReceiver, type Receiver } from '../support/receiver';

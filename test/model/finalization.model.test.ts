@@ -32,7 +32,7 @@ import type { testClockResource } from '../../src/api/routes/test-clocks';
 import type { CreditNoteResource } from '../../src/resources/credit-note';
 import type { WalletResource } from '../../src/resources/wallet';
 import type { WalletTransactionResource } from '../../src/resources/wallet-transaction';
-import type { SubscriptionResource } from '../../src/subscriptions/resource';
+import type { SubscriptionResource } from '../../src/resources/subscription';
 import { eventually, injectAs, type Method } from '../support/http';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
 import { startStackWorker, type StackWorker } from '../support/worker';

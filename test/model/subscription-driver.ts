@@ -13,7 +13,7 @@ import { type feeResource, type InvoiceResource } from '../../src/resources/invo
 import type { planResource } from '../../src/api/routes/plans';
 import type { testClockResource } from '../../src/api/routes/test-clocks';
 import type { CreditNoteResource } from '../../src/resources/credit-note';
-import type { SubscriptionResource } from '../../src/subscriptions/resource';
+import type { SubscriptionResource } from '../../src/resources/subscription';
 import {
   SubscriptionModel,
   localDate,
