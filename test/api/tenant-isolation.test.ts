@@ -18,7 +18,7 @@ import type { billableMetricResource } from '../../src/api/routes/billable-metri
 import type { commitmentResource } from '../../src/api/routes/commitments';
 import type { appliedCouponResource, couponResource } from '../../src/api/routes/coupons';
 import type { customerResource } from '../../src/api/routes/customers';
-import type { eventResource } from '../../src/api/routes/events';
+import type { eventResource } from '../../src/resources/event';
 import { type InvoiceResource } from '../../src/resources/invoice';
 import type { planResource } from '../../src/api/routes/plans';
 import type { appliedTaxResource, taxResource } from '../../src/api/routes/taxes';

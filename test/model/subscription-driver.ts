@@ -8,7 +8,7 @@ import { DateTime } from 'luxon';
 import type { z } from 'zod';
 import type { billableMetricResource } from '../../src/api/routes/billable-metrics';
 import type { customerResource } from '../../src/api/routes/customers';
-import type { eventResource } from '../../src/api/routes/events';
+import type { eventResource } from '../../src/resources/event';
 import { type feeResource, type InvoiceResource } from '../../src/resources/invoice';
 import type { planResource } from '../../src/api/routes/plans';
 import type { testClockResource } from '../../src/api/routes/test-clocks';
