@@ -1,7 +1,7 @@
 import { heartbeat } from '@temporalio/activity';
 import type { Db } from '../src/db';
 import { SubscriptionBilling, type SubscriptionBillingDeps, type SubscriptionStepResult } from '../src/billing/subscription-billing';
-import { toSubscriptionResource, type SubscriptionResource } from '../src/subscriptions/resource';
+import { toSubscriptionResource, type SubscriptionResource } from '../src/resources/subscription';
 import type { OnTerminationAction, PlanSnapshot, SubscriptionState } from '../src/subscriptions/state';
 
 /**

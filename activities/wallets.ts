@@ -1,11 +1,12 @@
 import { ApplicationFailure } from '@temporalio/activity';
-import { terminateWallet, toWalletView, type WalletView } from '../src/billing/wallets';
+import { terminateWallet } from '../src/billing/wallets';
+import { toWalletResource, type WalletResource } from '../src/resources/wallet';
 import type { EmitDeps } from '../src/webhooks/emit-event';
 
 export interface WalletTermination {
   /** `still_active`: an expiry that no longer holds (the expiration moved); nothing was written. */
   outcome: 'terminated' | 'still_active';
-  wallet: WalletView;
+  wallet: WalletResource;
   /** The wallet's expiration_at as stored now (ISO), for the workflow to wait on again. */
   expirationAt: string | null;
 }
@@ -23,7 +24,7 @@ export function createWalletActivities(deps: EmitDeps) {
       if (result.outcome === 'not_found') throw ApplicationFailure.nonRetryable(`wallet ${input.walletId} not found`, 'NotFound');
       return {
         outcome: result.outcome,
-        wallet: toWalletView(result.wallet),
+        wallet: toWalletResource(result.wallet),
         expirationAt: result.wallet.expiration_at ? result.wallet.expiration_at.toISOString() : null,
       };
     },

@@ -96,7 +96,7 @@ const [{ initialState, planSnapshot }, { periodFrom, nextDue, isFinal, jitterFor
   await Promise.all([
     dist('src/subscriptions/start.js'),
     dist('src/subscriptions/state.js'),
-    dist('src/subscriptions/resource.js'),
+    dist('src/subscriptions/projection.js'),
     dist('src/db/index.js'),
     dist('src/temporal/search-attributes.js'),
     dist('src/temporal/workflow-ids.js'),

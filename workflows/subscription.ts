@@ -32,7 +32,7 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { SubscriptionStepResult } from '../src/billing/subscription-billing';
-import type { SubscriptionResource } from '../src/subscriptions/resource';
+import type { SubscriptionResource } from '../src/resources/subscription';
 import { dueBy, isFinal, nextDue, type DueStep, type OnTerminationAction, type PlanSnapshot, type SubscriptionState } from '../src/subscriptions/state';
 import { BillingStatus } from '../src/temporal/search-attributes';
 import type { ClockRef } from '../src/test-clocks/time';

@@ -25,7 +25,7 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { WalletTermination } from '../activities/wallets';
-import type { WalletView } from '../src/billing/wallets';
+import type { WalletResource } from '../src/resources/wallet';
 import { BillingStatus } from '../src/temporal/search-attributes';
 import type { ClockRef } from '../src/test-clocks/time';
 import { currentClock, markFinished, now, useClock, waitFor, waitUntil } from './wait';
@@ -57,7 +57,7 @@ export interface WalletWorkflowResult {
   decidedAt: string;
 }
 
-export const terminateWalletUpdate = defineUpdate<WalletView>('terminate');
+export const terminateWalletUpdate = defineUpdate<WalletResource>('terminate');
 export const expirationChangedSignal = defineSignal<[expirationAt: string | null]>('expirationChanged');
 export const walletStateQuery = defineQuery<WalletWorkflowState>('state');
 

@@ -12,17 +12,17 @@ import type Decimal from 'decimal.js';
 import { DateTime } from 'luxon';
 import type { Types } from 'mongoose';
 import { fromDecimal128, toDecimal128 } from '../db/decimal';
-import { d4 } from '../resources/format';
 import type { Db } from '../db';
 import { isDuplicateKeyError } from '../db';
 import { newId } from '../db/base';
-import type { CreditNoteDoc, CreditNoteReason, CreditNoteStatus } from '../db/models/credit-note';
+import type { CreditNoteDoc, CreditNoteReason } from '../db/models/credit-note';
 import { customerLookup } from '../db/models/customer';
 import type { FeeDoc } from '../db/models/fee';
 import { Dec, ZERO } from '../domain/money';
 import type { WebhookEventType } from '../domain/webhook-schedule';
 import { InvalidTransition, NotFound, Validation, type FieldError } from '../errors';
 import { deterministicId } from '../ids';
+import { toCreditNoteResource } from '../resources/credit-note';
 import type { TemporalClient } from '../temporal/client';
 import { emitEvent } from '../webhooks/emit-event';
 import { takeDocumentNumber } from './document-numbers';
@@ -51,59 +51,6 @@ export interface NewCreditNote {
   at: Date;
   /** Makes creation idempotent (subscription workflows): a retry returns the same note. */
   idempotencyKey?: string;
-}
-
-export interface CreditNoteResource {
-  id: string;
-  organization_id: string;
-  customer_id: string;
-  invoice_id: string;
-  number: string;
-  sequential_id: number;
-  issuing_date: string;
-  currency: string;
-  status: CreditNoteStatus;
-  credit_note_type: 'credit';
-  reason: CreditNoteReason;
-  description: string | null;
-  credit_amount_cents: string;
-  balance_amount_cents: string;
-  items: { id: string; fee_id: string; amount_cents: string }[];
-  applications: { invoice_id: string; amount_cents: string; applied_at: string }[];
-  finalized_at: string | null;
-  voided_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-/** The credit note as the API returns it (and as lifecycle events carry it). */
-export function toCreditNoteResource(doc: CreditNoteDoc): CreditNoteResource {
-  return {
-    id: doc._id,
-    organization_id: doc.organization_id,
-    customer_id: doc.customer_id,
-    invoice_id: doc.invoice_id,
-    number: doc.number,
-    sequential_id: doc.sequential_id,
-    issuing_date: doc.issuing_date,
-    currency: doc.currency,
-    status: doc.status,
-    credit_note_type: doc.credit_note_type,
-    reason: doc.reason,
-    description: doc.description ?? null,
-    credit_amount_cents: d4(doc.credit_amount_cents),
-    balance_amount_cents: d4(doc.balance_amount_cents),
-    items: doc.items.map((item) => ({ id: item._id, fee_id: item.fee_id, amount_cents: d4(item.amount_cents) })),
-    applications: (doc.applications ?? []).map((a) => ({
-      invoice_id: a.invoice_id,
-      amount_cents: d4(a.amount_cents),
-      applied_at: a.applied_at.toISOString(),
-    })),
-    finalized_at: doc.finalized_at ? doc.finalized_at.toISOString() : null,
-    voided_at: doc.voided_at ? doc.voided_at.toISOString() : null,
-    created_at: doc.created_at.toISOString(),
-    updated_at: doc.updated_at.toISOString(),
-  };
 }
 
 /** `CN-<YYYYMMDD>-<4 digits>` (a 10,000th note on one day simply gets 5 digits). */
@@ -173,7 +120,7 @@ async function announce(
         organizationId: note.organization_id,
         type,
         idempotencyKey: `credit_note/${note._id}/${type.split('.')[1]!}`,
-        object: toCreditNoteResource(note) as unknown as Record<string, unknown>,
+        object: toCreditNoteResource(note),
         occurredAt,
         customerId: note.customer_id,
       },

@@ -284,7 +284,7 @@ async function emitInvoiceEvent(db: Db, deps: EmitDeps, invoice: InvoiceDoc, typ
     organizationId: invoice.organization_id,
     type,
     idempotencyKey: `invoice/${invoice._id}/${type}`,
-    object: toInvoiceResource(invoice, fees) as unknown as Record<string, unknown>,
+    object: toInvoiceResource(invoice, fees),
     occurredAt: at,
     customerId: invoice.customer_id,
   });

@@ -26,7 +26,8 @@ import { workflowIds } from '../temporal/workflow-ids';
 import { emitEvent } from '../webhooks/emit-event';
 import { CatalogView, type PlanView } from '../usage/catalog-view';
 import { computeChargeUsage, type ChargeUsage } from '../usage/period-usage';
-import { projectionOf, toSubscriptionResource, type SubscriptionResource } from '../subscriptions/resource';
+import { toSubscriptionResource, type SubscriptionResource } from '../resources/subscription';
+import { projectionOf } from '../subscriptions/projection';
 import {
   periodFrom,
   scheduleOf,
@@ -575,7 +576,7 @@ export class SubscriptionBilling {
       organizationId: state.organizationId,
       type,
       idempotencyKey: `subscription/${state.subscriptionId}/${step}`,
-      object: subscription as unknown as Record<string, unknown>,
+      object: subscription,
       occurredAt: at,
       customerId: state.customerId,
     });

@@ -4,11 +4,12 @@ import { isDuplicateKeyError } from '../db';
 import { newId } from '../db/base';
 import { walletCodeSlot, type PendingWalletTransaction, type WalletDoc } from '../db/models/wallet';
 import type { WalletTransactionDoc, WalletTransactionSource } from '../db/models/wallet-transaction';
-import { d4 } from '../resources/format';
 import { fromDecimal128, toDecimal128 } from '../db/decimal';
 import { allocateWallets } from '../domain/wallet-allocation';
 import { Dec } from '../domain/money';
 import { deterministicId } from '../ids';
+import { toWalletResource } from '../resources/wallet';
+import { toWalletTransactionResource } from '../resources/wallet-transaction';
 import { emitEvent, type EmitDeps } from '../webhooks/emit-event';
 import { recordSettlement } from './settlements';
 
@@ -31,80 +32,6 @@ import { recordSettlement } from './settlements';
 export const CREDIT_FRACTION_DIGITS = 12;
 
 export type WalletDeps = Pick<Db, 'models'>;
-
-/** The wallet as the API returns it (src/api/routes/wallets.ts declares its schema). */
-export interface WalletView {
-  id: string;
-  organization_id: string;
-  customer_id: string;
-  name: string | null;
-  code: string | null;
-  currency: string;
-  status: 'active' | 'terminated';
-  rate_amount: string;
-  credits_balance: string;
-  balance_cents: string;
-  priority: number;
-  expiration_at: string | null;
-  terminated_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface WalletTransactionView {
-  id: string;
-  organization_id: string;
-  wallet_id: string;
-  customer_id: string;
-  transaction_type: 'inbound' | 'outbound';
-  status: 'granted' | 'purchased' | 'voided' | 'invoiced';
-  source: WalletTransactionSource;
-  amount: string;
-  credit_amount: string;
-  invoice_id: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-const iso = (d: Date | null | undefined): string | null => (d ? d.toISOString() : null);
-const plain = (value: unknown): string => (fromDecimal128(value) ?? new Dec(0)).toFixed();
-
-export function toWalletView(doc: WalletDoc): WalletView {
-  return {
-    id: doc._id,
-    organization_id: doc.organization_id,
-    customer_id: doc.customer_id,
-    name: doc.name ?? null,
-    code: doc.code ?? null,
-    currency: doc.currency,
-    status: doc.status,
-    rate_amount: plain(doc.rate_amount),
-    credits_balance: d4(doc.credits_balance),
-    balance_cents: d4(doc.balance_cents),
-    priority: doc.priority,
-    expiration_at: iso(doc.expiration_at),
-    terminated_at: iso(doc.terminated_at),
-    created_at: doc.created_at.toISOString(),
-    updated_at: doc.updated_at.toISOString(),
-  };
-}
-
-export function toWalletTransactionView(doc: WalletTransactionDoc): WalletTransactionView {
-  return {
-    id: doc._id,
-    organization_id: doc.organization_id,
-    wallet_id: doc.wallet_id,
-    customer_id: doc.customer_id,
-    transaction_type: doc.transaction_type,
-    status: doc.status,
-    source: doc.source,
-    amount: d4(doc.amount),
-    credit_amount: plain(doc.credit_amount),
-    invoice_id: doc.invoice_id ?? null,
-    created_at: doc.created_at.toISOString(),
-    updated_at: doc.updated_at.toISOString(),
-  };
-}
 
 /** Cents of `credits` at the wallet's rate: credits x rate_amount x 100 (exact). */
 export function creditsToCents(credits: Decimal.Value, rateAmount: Decimal.Value): Decimal {
@@ -504,7 +431,7 @@ export async function emitTransactionCreated(deps: EmitDeps, record: WalletTrans
     organizationId: record.organization_id,
     type: 'wallet_transaction.created',
     idempotencyKey: `wallet-transaction/${record._id}/created`,
-    object: { ...toWalletTransactionView(record) },
+    object: toWalletTransactionResource(record),
     occurredAt: record.created_at,
     customerId: record.customer_id,
   });
@@ -540,7 +467,7 @@ export async function terminateWallet(
     organizationId: wallet.organization_id,
     type: 'wallet.terminated',
     idempotencyKey: `wallet/${wallet._id}/terminated`,
-    object: { ...toWalletView(wallet) },
+    object: toWalletResource(wallet),
     occurredAt: wallet.terminated_at ?? input.at,
     customerId: wallet.customer_id,
   });

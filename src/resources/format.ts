@@ -16,6 +16,11 @@ export function d4OrNull(value: unknown): string | null {
   return d ? toDecimal4String(d) : null;
 }
 
+/** Decimal128 from MongoDB to a plain decimal string, as precise as stored: "2.5" (rates, credits). */
+export function plain(value: unknown): string {
+  return (fromDecimal128(value) ?? dec(0)).toFixed();
+}
+
 export const timestamp = z.string().describe('ISO 8601, UTC, with milliseconds');
 export const nullableTimestamp = timestamp.nullable();
 

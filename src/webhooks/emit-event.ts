@@ -4,6 +4,7 @@ import { isDuplicateKeyError } from '../db';
 import type { LifecycleEventDoc } from '../db/models/lifecycle-event';
 import type { WebhookEventType } from '../domain/webhook-schedule';
 import { deterministicId } from '../ids';
+import { toLifecycleEventPayload, type LifecycleEventPayload } from '../resources/lifecycle-event';
 import type { TemporalClient } from '../temporal/client';
 import { entitySearchAttributes } from '../temporal/search-attributes';
 import { workflowIds } from '../temporal/workflow-ids';
@@ -21,8 +22,8 @@ export interface EmitEventInput {
    * so emitting twice (a retried activity) yields one event and one delivery per endpoint.
    */
   idempotencyKey: string;
-  /** The resource as the API returns it. */
-  object: Record<string, unknown>;
+  /** The resource as the API returns it (its mapper's output, from src/resources). */
+  object: LifecycleEventPayload['data']['object'];
   /** When it happened: workflow time (or the customer's test-clock time). */
   occurredAt: Date;
   /** For the delivery workflows' search attributes. */
@@ -32,17 +33,6 @@ export interface EmitEventInput {
 export interface EmittedEvent {
   eventId: string;
   deliveryIds: string[];
-}
-
-/** The body POSTed to receivers (api-contract.md). */
-export function webhookPayload(event: Pick<LifecycleEventDoc, '_id' | 'type' | 'occurred_at' | 'organization_id' | 'object'>) {
-  return {
-    id: event._id,
-    type: event.type,
-    created_at: event.occurred_at.toISOString(),
-    organization_id: event.organization_id,
-    data: { object: event.object },
-  };
 }
 
 export function deliveryIdFor(eventId: string, endpointId: string): string {
@@ -87,7 +77,7 @@ export async function emitEvent(deps: EmitDeps, input: EmitEventInput): Promise<
     { _id: 1 },
   ).lean();
 
-  const payload = webhookPayload(event);
+  const payload = toLifecycleEventPayload(event);
   const deliveryIds: string[] = [];
   for (const endpoint of endpoints) {
     const deliveryId = deliveryIdFor(eventId, endpoint._id);

@@ -13,7 +13,7 @@ import { initialState, planSnapshot } from '../../src/subscriptions/start';
 import { eventually, expectError, expectUnknownFields, expectValidationError, ISO_MS_UTC, UUID } from '../support/http';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
 import { startStackWorker, type StackWorker } from '../support/worker';
-import type { SubscriptionResource } from '../../src/subscriptions/resource';
+import type { SubscriptionResource } from '../../src/resources/subscription';
 
 type SubscriptionBody = SubscriptionResource;
 

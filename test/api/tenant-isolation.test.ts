@@ -18,16 +18,17 @@ import type { billableMetricResource } from '../../src/api/routes/billable-metri
 import type { commitmentResource } from '../../src/api/routes/commitments';
 import type { appliedCouponResource, couponResource } from '../../src/api/routes/coupons';
 import type { customerResource } from '../../src/api/routes/customers';
-import type { eventResource } from '../../src/api/routes/events';
+import type { eventResource } from '../../src/resources/event';
 import { type InvoiceResource } from '../../src/resources/invoice';
 import type { planResource } from '../../src/api/routes/plans';
 import type { appliedTaxResource, taxResource } from '../../src/api/routes/taxes';
 import type { testClockResource } from '../../src/api/routes/test-clocks';
 import type { usageThresholdResource } from '../../src/api/routes/usage-thresholds';
-import type { webhookEndpointResource, webhookResource } from '../../src/api/routes/webhooks';
-import type { CreditNoteResource } from '../../src/billing/credit-notes';
-import type { WalletView } from '../../src/billing/wallets';
-import type { SubscriptionResource } from '../../src/subscriptions/resource';
+import type { webhookEndpointResource } from '../../src/api/routes/webhooks';
+import type { webhookResource } from '../../src/resources/webhook';
+import type { CreditNoteResource } from '../../src/resources/credit-note';
+import type { WalletResource } from '../../src/resources/wallet';
+import type { SubscriptionResource } from '../../src/resources/subscription';
 import { verifyWebhookSignature } from '../../src/webhooks/signature';
 import { eventually, expectError, injectAs, ok, type Method } from '../support/http';
 import { startReceiver, type Receiver } from '../support/receiver';
@@ -140,7 +141,7 @@ interface World {
   appliedCoupon: AppliedCoupon;
   customerTax: Tax;
   appliedTax: AppliedTax;
-  wallet: WalletView;
+  wallet: WalletResource;
   subscription: SubscriptionResource;
   event: UsageEvent;
 }
@@ -193,7 +194,7 @@ async function buildWorld(terms: Terms): Promise<World> {
   const appliedCoupon = await post<AppliedCoupon>('/v1/coupons/apply', { coupon_code: SHARED.coupon, customer_id: SHARED.customer });
   const customerTax = await post<Tax>('/v1/taxes', { code: SHARED.customerTax, name: `Local ${terms.label}`, rate: '0.05' });
   const appliedTax = await post<AppliedTax>('/v1/taxes/apply', { tax_code: SHARED.customerTax, taxable_type: 'customer', taxable_id: SHARED.customer });
-  const wallet = await post<WalletView>('/v1/wallets', { customer_id: SHARED.customer, code: SHARED.wallet, initial_granted_credits: terms.walletCredits });
+  const wallet = await post<WalletResource>('/v1/wallets', { customer_id: SHARED.customer, code: SHARED.wallet, initial_granted_credits: terms.walletCredits });
   const subscription = await post<SubscriptionResource>('/v1/subscriptions', { external_id: SHARED.subscription, customer_id: SHARED.customer, plan_id: SHARED.plan });
   const event = await post<UsageEvent>('/v1/events', { transaction_id: SHARED.transaction, external_customer_id: SHARED.customer, code: SHARED.metric });
 
@@ -444,7 +445,7 @@ describe('wallets with one code', () => {
     expect(b.wallet.id).not.toBe(a.wallet.id);
     for (const [own] of pairs()) {
       expect(own.wallet).toMatchObject({ organization_id: own.org.id, customer_id: own.customer.id, code: SHARED.wallet, credits_balance: s4(own.terms.walletCredits) });
-      const listed = ok<WalletView[]>(await call(own.org, 'GET', `/v1/wallets?customer_id=${SHARED.customer}`));
+      const listed = ok<WalletResource[]>(await call(own.org, 'GET', `/v1/wallets?customer_id=${SHARED.customer}`));
       expect(listed.map((w) => w.id)).toEqual([own.wallet.id]);
     }
   });
@@ -457,7 +458,7 @@ describe('wallets with one code', () => {
       expectError(await call(own.org, 'PUT', `/v1/wallets/${other.wallet.id}`, { name: 'taken' }), 404, 'wallet_not_found');
     }
     for (const [own] of pairs()) {
-      expect(ok<WalletView>(await call(own.org, 'GET', `/v1/wallets/${own.wallet.id}`))).toMatchObject({ name: null, credits_balance: s4(own.terms.walletCredits) });
+      expect(ok<WalletResource>(await call(own.org, 'GET', `/v1/wallets/${own.wallet.id}`))).toMatchObject({ name: null, credits_balance: s4(own.terms.walletCredits) });
     }
   });
 });

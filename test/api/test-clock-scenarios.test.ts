@@ -14,7 +14,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
-import type { creditNoteResource } from '../../src/api/routes/credit-notes';
+import type { creditNoteResource } from '../../src/resources/credit-note';
 import { eventually, expectError, expectValidationError } from '../support/http';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';

@@ -6,7 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { workflowIds } from '../../src/temporal/workflow-ids';
-import { deliveryIdFor, webhookPayload } from '../../src/webhooks/emit-event';
+import { toLifecycleEventPayload } from '../../src/resources/lifecycle-event';
+import { deliveryIdFor } from '../../src/webhooks/emit-event';
 import { generateWebhookSecret, verifyWebhookSignature } from '../../src/webhooks/signature';
 import { eventually, expectError, expectValidationError, ISO_MS_UTC, sleep, UUID } from '../support/http';
 import { startReceiver, type ReceivedRequest, type Receiver } from '../support/receiver';
@@ -140,7 +141,7 @@ async function insertDelivery(
     webhook_endpoint_id: endpointId,
     event_id: eventId,
     webhook_type: type,
-    payload: webhookPayload({
+    payload: toLifecycleEventPayload({
       _id: eventId,
       type,
       occurred_at: new Date('2026-11-21T10:00:00.000Z'),

@@ -29,9 +29,10 @@ import { type InvoiceResource } from '../../src/resources/invoice';
 import type { planResource } from '../../src/api/routes/plans';
 import type { taxResource } from '../../src/api/routes/taxes';
 import type { testClockResource } from '../../src/api/routes/test-clocks';
-import type { CreditNoteResource } from '../../src/billing/credit-notes';
-import type { WalletTransactionView, WalletView } from '../../src/billing/wallets';
-import type { SubscriptionResource } from '../../src/subscriptions/resource';
+import type { CreditNoteResource } from '../../src/resources/credit-note';
+import type { WalletResource } from '../../src/resources/wallet';
+import type { WalletTransactionResource } from '../../src/resources/wallet-transaction';
+import type { SubscriptionResource } from '../../src/resources/subscription';
 import { eventually, injectAs, type Method } from '../support/http';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
 import { startStackWorker, type StackWorker } from '../support/worker';
@@ -516,7 +517,7 @@ class ScenarioRun {
     switch (op.op) {
       case 'createWallet': {
         const expirationAt = op.expiration === null ? null : expirationInstant(m.now, op.expiration);
-        const body = await this.ok<WalletView>('POST', '/v1/wallets', {
+        const body = await this.ok<WalletResource>('POST', '/v1/wallets', {
           customer_id: this.customer.id,
           rate_amount: op.rate,
           priority: op.priority,
@@ -770,7 +771,7 @@ class ScenarioRun {
   private async check(after: string): Promise<void> {
     const [invoices, wallets, notes, applied, coupons] = await Promise.all([
       this.invoices(),
-      this.ok<WalletView[]>('GET', `/v1/wallets?customer_id=${this.customer.id}&limit=1000`),
+      this.ok<WalletResource[]>('GET', `/v1/wallets?customer_id=${this.customer.id}&limit=1000`),
       this.ok<CreditNoteResource[]>('GET', `/v1/credit_notes?customer_id=${this.customer.id}&limit=1000`),
       this.ok<AppliedCouponBody[]>('GET', `/v1/customers/${this.customer.id}/applied_coupons?limit=1000`),
       this.ok<CouponBody[]>('GET', '/v1/coupons?limit=1000'),
@@ -855,7 +856,7 @@ class ScenarioRun {
    * service derives consumed credits by a division that need not terminate, so its 4-digit figure
    * may differ from the exact one by one unit of the last digit.
    */
-  private checkWallets(actual: WalletView[]): void {
+  private checkWallets(actual: WalletResource[]): void {
     same('wallets', this.model.wallets.map((w) => this.id(w)).sort(), actual.map((w) => w.id).sort());
     for (const wallet of this.model.wallets) {
       const body = actual.find((w) => w.id === this.id(wallet))!;
@@ -957,7 +958,7 @@ class ScenarioRun {
   /** Every wallet's transactions: each grant once, each consumption once per invoice, nothing else. */
   private async checkTransactions(): Promise<void> {
     for (const wallet of this.model.wallets) {
-      const actual = await this.ok<WalletTransactionView[]>('GET', `/v1/wallets/${this.id(wallet)}/transactions?limit=1000`);
+      const actual = await this.ok<WalletTransactionResource[]>('GET', `/v1/wallets/${this.id(wallet)}/transactions?limit=1000`);
       same(
         `${wallet.key} transactions`,
         sorted(wallet.transactions.map((t) => ({ status: t.status, amount: d4(t.amount), invoice_id: t.invoiceKey === null ? null : this.id(this.invoiceByKey(t.invoiceKey)) }))),

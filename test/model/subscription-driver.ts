@@ -8,12 +8,12 @@ import { DateTime } from 'luxon';
 import type { z } from 'zod';
 import type { billableMetricResource } from '../../src/api/routes/billable-metrics';
 import type { customerResource } from '../../src/api/routes/customers';
-import type { eventResource } from '../../src/api/routes/events';
+import type { eventResource } from '../../src/resources/event';
 import { type feeResource, type InvoiceResource } from '../../src/resources/invoice';
 import type { planResource } from '../../src/api/routes/plans';
 import type { testClockResource } from '../../src/api/routes/test-clocks';
-import type { CreditNoteResource } from '../../src/billing/credit-notes';
-import type { SubscriptionResource } from '../../src/subscriptions/resource';
+import type { CreditNoteResource } from '../../src/resources/credit-note';
+import type { SubscriptionResource } from '../../src/resources/subscription';
 import {
   SubscriptionModel,
   localDate,

@@ -1,15 +1,14 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { customerLookup } from '../../db/models/customer';
-import { createCreditNote, finalizeCreditNote, toCreditNoteResource, voidCreditNote, type CreditNoteDeps } from '../../billing/credit-notes';
+import { createCreditNote, finalizeCreditNote, voidCreditNote, type CreditNoteDeps } from '../../billing/credit-notes';
 import { CREDIT_NOTE_REASONS, type CreditNoteDoc } from '../../db/models/credit-note';
 import { NotFound } from '../../errors';
 import { customerNowById } from '../../test-clocks/time';
 import { listPage } from '../catalog';
 import { decimalInput } from '../decimal';
-import { decimal4 } from '../../resources/format';
 import { idParams, listQuery, responses } from '../http';
-import { nullableTimestamp, timestamp } from '../../resources/format';
+import { creditNoteResource, toCreditNoteResource, type CreditNoteResource } from '../../resources/credit-note';
 
 const reference = z.string().trim().min(1).max(255);
 
@@ -32,33 +31,6 @@ const createCreditNoteBody = z.strictObject({
     .min(1, 'at least one item')
     .max(100, 'at most 100 items'),
 });
-
-export const creditNoteResource = z
-  .object({
-    id: z.string(),
-    organization_id: z.string(),
-    customer_id: z.string(),
-    invoice_id: z.string(),
-    number: z.string().describe('CN-<YYYYMMDD>-<4 digits>: the creation date in the organization time zone, per-organization daily sequence'),
-    sequential_id: z.number().int(),
-    issuing_date: z.string().describe('The creation date in the organization time zone, YYYY-MM-DD'),
-    currency: z.string(),
-    status: z.enum(['draft', 'finalized', 'voided']),
-    credit_note_type: z.literal('credit'),
-    reason: z.enum(CREDIT_NOTE_REASONS),
-    description: z.string().nullable(),
-    credit_amount_cents: decimal4,
-    balance_amount_cents: decimal4.describe('What is left to apply to later invoices of the customer'),
-    items: z.array(z.object({ id: z.string(), fee_id: z.string(), amount_cents: decimal4 })),
-    applications: z
-      .array(z.object({ invoice_id: z.string(), amount_cents: decimal4, applied_at: timestamp }))
-      .describe('Invoices the balance went to'),
-    finalized_at: nullableTimestamp,
-    voided_at: nullableTimestamp,
-    created_at: timestamp,
-    updated_at: timestamp,
-  })
-  .meta({ id: 'CreditNote' });
 
 export const creditNoteRoutes: FastifyPluginAsyncZod = async (app) => {
   const { CreditNote, Customer } = app.deps.db.models;
@@ -128,7 +100,7 @@ export const creditNoteRoutes: FastifyPluginAsyncZod = async (app) => {
       }
       if (invoice_id !== undefined) filter.invoice_id = invoice_id;
       if (status !== undefined) filter.status = status;
-      return listPage<CreditNoteDoc, z.output<typeof creditNoteResource>>(reply, CreditNote, filter, { skip, limit }, toCreditNoteResource);
+      return listPage<CreditNoteDoc, CreditNoteResource>(reply, CreditNote, filter, { skip, limit }, toCreditNoteResource);
     },
   );
 

@@ -7,7 +7,7 @@ import { CatalogView } from '../../usage/catalog-view';
 import { type EventInput, Ingestor, type IngestOutcome } from '../../usage/ingest';
 import { consumeEventsRateLimit, sweepRateLimitWindows } from '../../usage/rate-limit';
 import { errorBody, listQuery, responses, sendList } from '../http';
-import { iso, timestamp as timestampOut } from '../../resources/format';
+import { eventResource, toEventResource } from '../../resources/event';
 
 const MAX_BATCH = 100;
 
@@ -37,38 +37,6 @@ export const eventInputSchema = z.strictObject({
   timestamp: eventTimestamp.optional(),
   properties: z.record(z.string(), z.unknown()).default({}),
 });
-
-export const eventResource = z
-  .object({
-    id: z.string(),
-    transaction_id: z.string(),
-    external_customer_id: z.string(),
-    customer_id: z.string(),
-    external_subscription_id: z.string().nullable(),
-    subscription_ids: z.array(z.string()),
-    code: z.string(),
-    billable_metric_id: z.string(),
-    timestamp: timestampOut,
-    properties: z.record(z.string(), z.unknown()),
-    created_at: timestampOut,
-  })
-  .meta({ id: 'Event' });
-
-export function toEvent(doc: EventDoc): z.output<typeof eventResource> {
-  return {
-    id: doc._id,
-    transaction_id: doc.transaction_id,
-    external_customer_id: doc.external_customer_id,
-    customer_id: doc.customer_id,
-    external_subscription_id: doc.external_subscription_id ?? null,
-    subscription_ids: doc.subscription_ids ?? [],
-    code: doc.code,
-    billable_metric_id: doc.billable_metric_id,
-    timestamp: iso(doc.timestamp),
-    properties: doc.properties ?? {},
-    created_at: iso(doc.created_at),
-  };
-}
 
 const batchResult = z
   .object({
@@ -138,7 +106,7 @@ export const eventRoutes: FastifyPluginAsyncZod = async (app) => {
         });
       }
       if (outcome!.status === 'invalid') throw new Validation([{ path: outcome!.path, message: outcome!.message }]);
-      return reply.status(201).send(toEvent(outcome!.event));
+      return reply.status(201).send(toEventResource(outcome!.event));
     },
   );
 
@@ -171,7 +139,7 @@ export const eventRoutes: FastifyPluginAsyncZod = async (app) => {
         else errors.push({ index: valid[i]!.index, code: outcome.code, message: `${outcome.path}: ${outcome.message}` });
       });
       errors.sort((a, b) => a.index - b.index);
-      return reply.status(201).send({ ingested: events.length, duplicates, events: events.map(toEvent), errors });
+      return reply.status(201).send({ ingested: events.length, duplicates, events: events.map(toEventResource), errors });
     },
   );
 
@@ -200,7 +168,7 @@ export const eventRoutes: FastifyPluginAsyncZod = async (app) => {
         db.models.Event.find(filter).sort({ created_at: -1, _id: -1 }).skip(skip).limit(limit).lean(),
         db.models.Event.countDocuments(filter),
       ]);
-      return sendList(reply, events.map(toEvent), total);
+      return sendList(reply, events.map(toEventResource), total);
     },
   );
 
@@ -217,7 +185,7 @@ export const eventRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       const event = await db.models.Event.findOne({ organization_id: request.organizationId, transaction_id: request.params.transaction_id }).lean();
       if (!event) throw new NotFound('Event not found', 'event_not_found');
-      return toEvent(event);
+      return toEventResource(event);
     },
   );
 };

@@ -13,7 +13,14 @@ import { customerLookup } from '../../db/models/customer';
 import type { PlanDoc } from '../../db/models/plan';
 import type { SubscriptionDoc } from '../../db/models/subscription';
 import { Conflict, InvalidTransition, NotFound, Validation } from '../../errors';
-import { toSubscriptionResource, type SubscriptionResource } from '../../subscriptions/resource';
+import {
+  BILLING_TIMES,
+  ON_TERMINATION_ACTIONS,
+  SUBSCRIPTION_STATUSES,
+  subscriptionResource,
+  toSubscriptionResource,
+  type SubscriptionResource,
+} from '../../resources/subscription';
 import { initialState, planSnapshot, startSubscriptionWorkflow, type BillingTiming } from '../../subscriptions/start';
 import { isFinal, type SubscriptionState } from '../../subscriptions/state';
 import { clockOfCustomer, clockOfCustomerId, type ClockRef } from '../../test-clocks/time';
@@ -21,12 +28,7 @@ import { workflowIds } from '../../temporal/workflow-ids';
 import { cancelUpdate, changePlanUpdate, readyUpdate, terminateUpdate } from '../../../workflows/subscription';
 import { listPage } from '../catalog';
 import { idParams, isoDateTimeInput, listQuery, responses } from '../http';
-import { nullableTimestamp, timestamp } from '../../resources/format';
 import { findPlan } from './plans';
-
-const STATUSES = ['pending', 'active', 'canceled', 'terminated'] as const;
-const BILLING_TIMES = ['calendar', 'anniversary'] as const;
-const ON_TERMINATION_ACTIONS = ['generate_invoice', 'generate_credit_note', 'skip'] as const;
 
 /** How long POST waits for the workflow's first step before answering from the document. */
 const READY_TIMEOUT_MS = 20_000;
@@ -59,39 +61,10 @@ const terminationQuery = z.object({
 
 const subscriptionListQuery = listQuery.extend({
   customer_id: reference.optional().describe('id or external_id of the customer'),
-  status: z.enum(STATUSES).optional(),
+  status: z.enum(SUBSCRIPTION_STATUSES).optional(),
   external_id: z.string().max(255).optional(),
   plan_id: reference.optional().describe('id or code of the plan'),
 });
-
-export const subscriptionResource = z
-  .object({
-    id: z.string(),
-    organization_id: z.string(),
-    external_id: z.string(),
-    customer_id: z.string(),
-    external_customer_id: z.string(),
-    plan_id: z.string(),
-    name: z.string().nullable(),
-    status: z.enum(STATUSES),
-    billing_time: z.enum(BILLING_TIMES),
-    pay_in_advance: z.boolean(),
-    trial_period_days: z.number().int(),
-    in_trial: z.boolean(),
-    trial_ended_at: nullableTimestamp,
-    previous_plan_id: z.string().nullable().describe('the pending downgrade target'),
-    downgraded_at: nullableTimestamp,
-    started_at: timestamp,
-    ending_at: nullableTimestamp,
-    canceled_at: nullableTimestamp,
-    terminated_at: nullableTimestamp,
-    current_period_started_at: nullableTimestamp,
-    current_period_ending_at: nullableTimestamp,
-    on_termination_action: z.enum(ON_TERMINATION_ACTIONS),
-    created_at: timestamp,
-    updated_at: timestamp,
-  })
-  .meta({ id: 'Subscription' }) satisfies z.ZodType<SubscriptionResource>;
 
 type Handle = WorkflowHandle;
 

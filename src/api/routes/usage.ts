@@ -2,42 +2,17 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { SubscriptionDoc } from '../../db/models/subscription';
 import { FULL_PERIOD } from '../../domain/charges';
-import { sum, toDecimal4String } from '../../domain/money';
+import { sum } from '../../domain/money';
 import { countDays, fullPeriodDays, periodContaining } from '../../domain/periods';
 import { computeFeeTaxes } from '../../domain/taxes';
 import { NotFound, Validation } from '../../errors';
 import { CatalogView } from '../../usage/catalog-view';
 import { computeChargeUsage } from '../../usage/period-usage';
 import { loadTaxSets } from '../../usage/tax-sets';
-import { decimal4 } from '../../resources/format';
 import { idParams, responses } from '../http';
-import { iso, timestamp } from '../../resources/format';
+import { currentUsageResource, toCurrentUsageResource } from '../../resources/current-usage';
 import { customerLookup } from '../../db/models/customer';
 import { customerNow } from '../../test-clocks/time';
-
-const usageAmounts = { units: decimal4, events_count: z.number().int(), amount_cents: decimal4 };
-
-export const currentUsageResource = z
-  .object({
-    customer_id: z.string(),
-    subscription_id: z.string(),
-    currency: z.string(),
-    from_datetime: timestamp,
-    to_datetime: timestamp,
-    amount_cents: decimal4,
-    taxes_amount_cents: decimal4,
-    total_amount_cents: decimal4,
-    charges: z.array(
-      z.object({
-        charge_id: z.string(),
-        billable_metric_code: z.string(),
-        charge_model: z.string(),
-        ...usageAmounts,
-        filters: z.array(z.object({ values: z.record(z.string(), z.array(z.string())), ...usageAmounts })),
-      }),
-    ),
-  })
-  .meta({ id: 'CurrentUsage' });
 
 /** Where the current plan's part of `period` starts: the workflow's segment start when it lies inside the period, else the period start. */
 function segmentStart(subscription: Pick<SubscriptionDoc, 'workflow_state'>, period: { from: Date; to: Date }): Date {
@@ -119,35 +94,18 @@ export const usageRoutes: FastifyPluginAsyncZod = async (app) => {
         loadTaxSets(db, { organizationId: request.organizationId, customerId: customer._id, planId: plan._id, chargeIds: plan.charges.map((c) => c._id) }),
       ]);
 
-      const charges = usage.map(({ charge, metric, aggregations, fees }) => ({
-        charge_id: charge._id,
-        billable_metric_code: metric.code,
-        charge_model: charge.charge_model,
-        units: toDecimal4String(fees.units),
-        events_count: fees.eventsCount,
-        amount_cents: toDecimal4String(fees.amount),
-        filters: charge.filters.map((filter, i) => ({
-          values: filter.values,
-          units: toDecimal4String(aggregations.filters[i]!.units),
-          events_count: aggregations.filters[i]!.eventsCount,
-          amount_cents: toDecimal4String(fees.filters[i]!.amount),
-        })),
-      }));
-      const amount = sum(usage.map((u) => u.fees.amount));
       const taxes = sum(
         usage.map((u) => computeFeeTaxes({ fee_type: 'charge', charge_id: u.charge._id, amount_cents: u.fees.amount }, taxSets).taxes_amount_cents),
       );
-      return {
-        customer_id: customer._id,
-        subscription_id: subscription._id,
+      return toCurrentUsageResource({
+        customerId: customer._id,
+        subscriptionId: subscription._id,
         currency: plan.currency,
-        from_datetime: iso(from),
-        to_datetime: iso(period.to),
-        amount_cents: toDecimal4String(amount),
-        taxes_amount_cents: toDecimal4String(taxes),
-        total_amount_cents: toDecimal4String(amount.plus(taxes)),
-        charges,
-      };
+        from,
+        to: period.to,
+        usage,
+        taxesAmountCents: taxes,
+      });
     },
   );
 };

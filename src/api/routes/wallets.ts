@@ -3,16 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { QueryFilter } from 'mongoose';
 import { z } from 'zod';
-import {
-  createWallet,
-  emitTransactionCreated,
-  recordPendingTransactions,
-  toWalletTransactionView,
-  toWalletView,
-  topUpWallet,
-  type WalletTransactionView,
-  type WalletView,
-} from '../../billing/wallets';
+import { createWallet, emitTransactionCreated, recordPendingTransactions, topUpWallet } from '../../billing/wallets';
 import { isDuplicateKeyError } from '../../db';
 import { walletCodeSlot, type WalletDoc } from '../../db/models/wallet';
 import { WALLET_TRANSACTION_SOURCES, type WalletTransactionDoc } from '../../db/models/wallet-transaction';
@@ -24,9 +15,9 @@ import { emitEvent } from '../../webhooks/emit-event';
 import { expirationChangedSignal, terminateWalletUpdate, WALLET_TERMINATED, walletWorkflow } from '../../../workflows/wallet';
 import { listPage } from '../catalog';
 import { decimalInput } from '../decimal';
-import { decimal4 } from '../../resources/format';
 import { currencyCode, idParams, isoDateTimeInput, listQuery, responses } from '../http';
-import { nullableTimestamp, timestamp } from '../../resources/format';
+import { toWalletResource, walletResource, type WalletResource } from '../../resources/wallet';
+import { toWalletTransactionResource, walletTransactionResource } from '../../resources/wallet-transaction';
 import { customerLookup } from '../../db/models/customer';
 import { clockOfCustomerId, customerNow, customerNowById } from '../../test-clocks/time';
 
@@ -65,43 +56,6 @@ const transactionListQuery = listQuery.extend({
   transaction_type: z.enum(['inbound', 'outbound']).optional(),
   status: z.enum(['granted', 'purchased', 'voided', 'invoiced']).optional(),
 });
-
-export const walletResource = z
-  .object({
-    id: z.string(),
-    organization_id: z.string(),
-    customer_id: z.string(),
-    name: z.string().nullable(),
-    code: z.string().nullable(),
-    currency: z.string(),
-    status: z.enum(['active', 'terminated']),
-    rate_amount: z.string().describe('plain decimal, e.g. "2.5"'),
-    credits_balance: decimal4,
-    balance_cents: decimal4.describe('credits_balance x rate_amount x 100'),
-    priority: z.number().int(),
-    expiration_at: nullableTimestamp,
-    terminated_at: nullableTimestamp,
-    created_at: timestamp,
-    updated_at: timestamp,
-  })
-  .meta({ id: 'Wallet' }) satisfies z.ZodType<WalletView>;
-
-export const walletTransactionResource = z
-  .object({
-    id: z.string(),
-    organization_id: z.string(),
-    wallet_id: z.string(),
-    customer_id: z.string(),
-    transaction_type: z.enum(['inbound', 'outbound']),
-    status: z.enum(['granted', 'purchased', 'voided', 'invoiced']),
-    source: z.enum(WALLET_TRANSACTION_SOURCES),
-    amount: decimal4.describe('cents'),
-    credit_amount: z.string().describe('credits, plain decimal'),
-    invoice_id: z.string().nullable(),
-    created_at: timestamp,
-    updated_at: timestamp,
-  })
-  .meta({ id: 'WalletTransaction' }) satisfies z.ZodType<WalletTransactionView>;
 
 const terminatedError = () => new BadRequest('The wallet is terminated and accepts no change', 'wallet_terminated');
 
@@ -192,13 +146,13 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
       const { wallet, transaction } = created;
       // The workflow owns expiry and termination from here on.
       await temporal.client.workflow.start(walletWorkflow, { ...(await workflowStart(wallet)), workflowIdConflictPolicy: 'USE_EXISTING' });
-      const resource = toWalletView(wallet);
+      const resource = toWalletResource(wallet);
       await announce(request.log, 'wallet.created', () =>
         emitEvent(emitDeps, {
           organizationId,
           type: 'wallet.created',
           idempotencyKey: `wallet/${wallet._id}/created`,
-          object: { ...resource },
+          object: resource,
           occurredAt: now,
           customerId: wallet.customer_id,
         }),
@@ -220,14 +174,14 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
         filter.customer_id = customer?._id ?? customer_id;
       }
       if (status !== undefined) filter.status = status;
-      return listPage(reply, Wallet, filter, { skip, limit }, toWalletView);
+      return listPage(reply, Wallet, filter, { skip, limit }, toWalletResource);
     },
   );
 
   app.get(
     '/wallets/:id',
     { schema: { tags, summary: 'Get a wallet', params: idParams, response: responses({ 200: walletResource }) } },
-    async (request) => toWalletView(await findWallet(request.organizationId, request.params.id)),
+    async (request) => toWalletResource(await findWallet(request.organizationId, request.params.id)),
   );
 
   app.put(
@@ -272,7 +226,7 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
           if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
         }
       }
-      return toWalletView(updated);
+      return toWalletResource(updated);
     },
   );
 
@@ -289,7 +243,7 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       const wallet = await findActiveWallet(request.organizationId, request.params.id);
       const handle = temporal.client.workflow.getHandle(workflowIds.wallet(wallet._id));
-      const terminate = async (): Promise<WalletView> => {
+      const terminate = async (): Promise<WalletResource> => {
         try {
           return await handle.executeUpdate(terminateWalletUpdate);
         } catch (err) {
@@ -336,7 +290,7 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
       if (result.outcome === 'not_found') throw new NotFound('Wallet not found', 'wallet_not_found');
       if (result.outcome === 'terminated') throw terminatedError();
       await announce(request.log, 'wallet_transaction.created', () => emitTransactionCreated(emitDeps, result.transaction));
-      return toWalletView(result.wallet);
+      return toWalletResource(result.wallet);
     },
   );
 
@@ -359,7 +313,7 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
       const filter: QueryFilter<WalletTransactionDoc> = { organization_id: request.organizationId, wallet_id: wallet._id };
       if (transaction_type !== undefined) filter.transaction_type = transaction_type;
       if (status !== undefined) filter.status = status;
-      return listPage(reply, WalletTransaction, filter, { skip, limit }, toWalletTransactionView);
+      return listPage(reply, WalletTransaction, filter, { skip, limit }, toWalletTransactionResource);
     },
   );
 };

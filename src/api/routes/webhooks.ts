@@ -1,6 +1,5 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { WebhookDoc } from '../../db/models/webhook';
 import type { WebhookEndpointDoc } from '../../db/models/webhook-endpoint';
 import { WEBHOOK_EVENT_TYPES } from '../../domain/webhook-schedule';
 import { InvalidTransition, NotFound } from '../../errors';
@@ -8,6 +7,7 @@ import { startDelivery } from '../../webhooks/emit-event';
 import { generateWebhookSecret } from '../../webhooks/signature';
 import { idParams, listQuery, responses, sendList } from '../http';
 import { iso, nullableTimestamp, timestamp } from '../../resources/format';
+import { toWebhookResource, webhookResource } from '../../resources/webhook';
 
 const webhookUrl = z
   .url({ protocol: /^https?$/, error: 'must be an http or https URL' })
@@ -58,34 +58,6 @@ const endpointWithSecret = webhookEndpointResource
   .extend({ secret: z.string().describe('The HMAC signing secret, shown at creation and rotation only') })
   .meta({ id: 'WebhookEndpointWithSecret' });
 
-export const webhookResource = z
-  .object({
-    id: z.string(),
-    organization_id: z.string(),
-    webhook_endpoint_id: z.string(),
-    event_id: z.string(),
-    webhook_type: z.string(),
-    payload: z.record(z.string(), z.unknown()),
-    status: z.enum(['pending', 'succeeded', 'failed']),
-    retries: z.number().int(),
-    attempts: z.number().int(),
-    http_status: z.number().int().nullable(),
-    last_error: z.string().nullable(),
-    last_attempt_at: nullableTimestamp,
-    attempt_log: z.array(
-      z.object({
-        attempt: z.number().int(),
-        attempted_at: timestamp,
-        http_status: z.number().int().nullable(),
-        error: z.string().nullable(),
-        duration_ms: z.number(),
-      }),
-    ),
-    created_at: timestamp,
-    updated_at: timestamp,
-  })
-  .meta({ id: 'Webhook' });
-
 export function toWebhookEndpoint(doc: WebhookEndpointDoc): z.output<typeof webhookEndpointResource> {
   return {
     id: doc._id,
@@ -95,32 +67,6 @@ export function toWebhookEndpoint(doc: WebhookEndpointDoc): z.output<typeof webh
     status: doc.status,
     event_types: doc.event_types ?? [],
     deleted_at: iso(doc.deleted_at),
-    created_at: iso(doc.created_at),
-    updated_at: iso(doc.updated_at),
-  };
-}
-
-export function toWebhook(doc: WebhookDoc): z.output<typeof webhookResource> {
-  return {
-    id: doc._id,
-    organization_id: doc.organization_id,
-    webhook_endpoint_id: doc.webhook_endpoint_id,
-    event_id: doc.event_id,
-    webhook_type: doc.webhook_type,
-    payload: doc.payload,
-    status: doc.status,
-    retries: doc.retries,
-    attempts: doc.attempts,
-    http_status: doc.http_status ?? null,
-    last_error: doc.last_error ?? null,
-    last_attempt_at: iso(doc.last_attempt_at),
-    attempt_log: (doc.attempt_log ?? []).map((a) => ({
-      attempt: a.attempt,
-      attempted_at: iso(a.attempted_at),
-      http_status: a.http_status ?? null,
-      error: a.error ?? null,
-      duration_ms: a.duration_ms,
-    })),
     created_at: iso(doc.created_at),
     updated_at: iso(doc.updated_at),
   };
@@ -253,7 +199,7 @@ export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
         Webhook.find(filter).sort({ created_at: -1, _id: -1 }).skip(skip).limit(limit).lean(),
         Webhook.countDocuments(filter),
       ]);
-      return sendList(reply, items.map(toWebhook), total);
+      return sendList(reply, items.map(toWebhookResource), total);
     },
   );
 
@@ -263,7 +209,7 @@ export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       const webhook = await Webhook.findOne({ _id: request.params.id, organization_id: request.organizationId }).lean();
       if (!webhook) throw new NotFound('Webhook not found', 'webhook_not_found');
-      return toWebhook(webhook);
+      return toWebhookResource(webhook);
     },
   );
 
@@ -285,7 +231,7 @@ export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
       const reopened = await Webhook.findOneAndUpdate({ ...filter, status: 'failed' }, { $set: { status: 'pending' } }, { returnDocument: 'after' }).lean();
       if (!reopened) throw new InvalidTransition(`Only a failed webhook can be retried (this one is ${existing.status})`);
       await startDelivery(app.deps.temporal, { deliveryId: reopened._id, organizationId: request.organizationId, customerId: null }, 'again');
-      return toWebhook(reopened);
+      return toWebhookResource(reopened);
     },
   );
 };

@@ -1,0 +1,69 @@
+// The subscription resource as the API returns it (and as subscription.* events and the
+// subscription workflow's updates carry it).
+import { z } from 'zod';
+import type { OnTerminationAction, SubscriptionDoc, SubscriptionStatus } from '../db/models/subscription';
+import { iso, nullableTimestamp, timestamp } from './format';
+
+export const SUBSCRIPTION_STATUSES = ['pending', 'active', 'canceled', 'terminated'] as const satisfies readonly SubscriptionStatus[];
+export const BILLING_TIMES = ['calendar', 'anniversary'] as const satisfies readonly SubscriptionDoc['billing_time'][];
+export const ON_TERMINATION_ACTIONS = ['generate_invoice', 'generate_credit_note', 'skip'] as const satisfies readonly OnTerminationAction[];
+
+export const subscriptionResource = z
+  .object({
+    id: z.string(),
+    organization_id: z.string(),
+    external_id: z.string(),
+    customer_id: z.string(),
+    external_customer_id: z.string(),
+    plan_id: z.string(),
+    name: z.string().nullable(),
+    status: z.enum(SUBSCRIPTION_STATUSES),
+    billing_time: z.enum(BILLING_TIMES),
+    pay_in_advance: z.boolean(),
+    trial_period_days: z.number().int(),
+    in_trial: z.boolean(),
+    trial_ended_at: nullableTimestamp,
+    previous_plan_id: z.string().nullable().describe('the pending downgrade target'),
+    downgraded_at: nullableTimestamp,
+    started_at: timestamp,
+    ending_at: nullableTimestamp,
+    canceled_at: nullableTimestamp,
+    terminated_at: nullableTimestamp,
+    current_period_started_at: nullableTimestamp,
+    current_period_ending_at: nullableTimestamp,
+    on_termination_action: z.enum(ON_TERMINATION_ACTIONS),
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .meta({ id: 'Subscription' });
+
+export type SubscriptionResource = z.output<typeof subscriptionResource>;
+
+export function toSubscriptionResource(doc: SubscriptionDoc): SubscriptionResource {
+  return {
+    id: doc._id,
+    organization_id: doc.organization_id,
+    external_id: doc.external_id,
+    customer_id: doc.customer_id,
+    external_customer_id: doc.external_customer_id,
+    plan_id: doc.plan_id,
+    name: doc.name ?? null,
+    status: doc.status,
+    billing_time: doc.billing_time,
+    pay_in_advance: doc.pay_in_advance,
+    trial_period_days: doc.trial_period_days,
+    in_trial: doc.status === 'active' && doc.trial_period_days > 0 && !doc.trial_ended_at,
+    trial_ended_at: iso(doc.trial_ended_at),
+    previous_plan_id: doc.previous_plan_id ?? null,
+    downgraded_at: iso(doc.downgraded_at),
+    started_at: iso(doc.started_at),
+    ending_at: iso(doc.ending_at),
+    canceled_at: iso(doc.canceled_at),
+    terminated_at: iso(doc.terminated_at),
+    current_period_started_at: iso(doc.current_period_started_at),
+    current_period_ending_at: iso(doc.current_period_ending_at),
+    on_termination_action: doc.on_termination_action,
+    created_at: iso(doc.created_at),
+    updated_at: iso(doc.updated_at),
+  };
+}
