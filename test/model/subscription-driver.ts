@@ -7,11 +7,11 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { DateTime } from 'luxon';
 import type { z } from 'zod';
 import type { billableMetricResource } from '../../src/api/routes/billable-metrics';
-import type { customerResource } from '../../src/api/routes/customers';
+import type { customerResource } from '../../src/resources/customer';
 import type { eventResource } from '../../src/api/routes/events';
 import { type feeResource, type InvoiceResource } from '../../src/resources/invoice';
 import type { planResource } from '../../src/api/routes/plans';
-import type { testClockResource } from '../../src/api/routes/test-clocks';
+import type { testClockResource } from '../../src/resources/test-clock';
 import type { CreditNoteResource } from '../../src/billing/credit-notes';
 import type { SubscriptionResource } from '../../src/subscriptions/resource';
 import {

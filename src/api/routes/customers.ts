@@ -7,7 +7,7 @@ import { BadRequest, Conflict, NotFound, Validation } from '../../errors';
 import { customerNow } from '../../test-clocks/time';
 import { emitEvent } from '../../webhooks/emit-event';
 import { currencyCode, email, ianaTimezone, idParams, listQuery, responses, sendList } from '../http';
-import { iso, nullableTimestamp, timestamp } from '../../resources/format';
+import { customerResource, toCustomerResource } from '../../resources/customer';
 
 const billingMetadata = z
   .record(z.string().min(1).max(255), z.union([z.string().max(1000), z.number(), z.boolean()]))
@@ -43,44 +43,6 @@ const updateCustomerBody = z
   })
   .extend({ test_clock_id: testClockId.optional().describe('immutable: accepted only when unchanged') });
 
-export const customerResource = z
-  .object({
-    id: z.string(),
-    organization_id: z.string(),
-    external_id: z.string(),
-    name: z.string().nullable(),
-    email: z.string().nullable(),
-    currency: z.string(),
-    billing_metadata: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
-    net_payment_term: z.number().int().nullable(),
-    invoice_grace_period: z.number().int().nullable(),
-    timezone: z.string().nullable(),
-    test_clock_id: z.string().nullable(),
-    deleted_at: nullableTimestamp,
-    created_at: timestamp,
-    updated_at: timestamp,
-  })
-  .meta({ id: 'Customer' });
-
-export function toCustomer(doc: CustomerDoc): z.output<typeof customerResource> {
-  return {
-    id: doc._id,
-    organization_id: doc.organization_id,
-    external_id: doc.external_id,
-    name: doc.name ?? null,
-    email: doc.email ?? null,
-    currency: doc.currency,
-    billing_metadata: doc.billing_metadata ?? {},
-    net_payment_term: doc.net_payment_term ?? null,
-    invoice_grace_period: doc.invoice_grace_period ?? null,
-    timezone: doc.timezone ?? null,
-    test_clock_id: doc.test_clock_id ?? null,
-    deleted_at: iso(doc.deleted_at),
-    created_at: iso(doc.created_at),
-    updated_at: iso(doc.updated_at),
-  };
-}
-
 export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
   const { Customer, Organization, TestClock } = app.deps.db.models;
   const tags = ['customers'];
@@ -107,7 +69,7 @@ export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
       }
       try {
         const customer = (await Customer.create({ ...body, currency, organization_id: request.organizationId })).toObject();
-        const resource = toCustomer(customer);
+        const resource = toCustomerResource(customer);
         // A test clock's customer is announced at the clock's time, like everything of it.
         const occurredAt = await customerNow(app.deps.db, customer, customer.created_at);
         // The customer exists whatever happens next: a failure to announce it is logged, not
@@ -157,14 +119,14 @@ export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
         Customer.find(filter).sort({ created_at: -1, _id: -1 }).skip(skip).limit(limit).lean(),
         Customer.countDocuments(filter),
       ]);
-      return sendList(reply, customers.map(toCustomer), total);
+      return sendList(reply, customers.map(toCustomerResource), total);
     },
   );
 
   app.get(
     '/customers/:id',
     { schema: { tags, summary: 'Get a customer by id or external_id', params: idParams, response: responses({ 200: customerResource }) } },
-    async (request) => toCustomer(await findCustomer(request.organizationId, request.params.id)),
+    async (request) => toCustomerResource(await findCustomer(request.organizationId, request.params.id)),
   );
 
   app.put(
@@ -193,7 +155,7 @@ export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
         { returnDocument: 'after' },
       ).lean();
       if (!updated) throw new NotFound('Customer not found', 'customer_not_found');
-      return toCustomer(updated);
+      return toCustomerResource(updated);
     },
   );
 
@@ -223,7 +185,7 @@ export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
         { returnDocument: 'after' },
       ).lean();
       if (!deleted) throw new NotFound('Customer not found', 'customer_not_found');
-      return toCustomer(deleted);
+      return toCustomerResource(deleted);
     },
   );
 };
