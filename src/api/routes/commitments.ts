@@ -4,10 +4,9 @@ import { COMMITMENT_TYPES, type CommitmentDoc } from '../../db/models/commitment
 import { NotFound } from '../../errors';
 import { listPage, uniqueWrite } from '../catalog';
 import { decimalInput } from '../decimal';
-import { d4, decimal4 } from '../../resources/format';
 import { toDecimal128 } from '../../db/decimal';
 import { idParams, listQuery, responses } from '../http';
-import { iso, timestamp } from '../../resources/format';
+import { commitmentResource, toCommitmentResource } from '../../resources/commitment';
 import { findPlan } from './plans';
 
 const commitmentFields = {
@@ -29,32 +28,6 @@ const updateCommitmentBody = z.strictObject({
   amount_cents: commitmentFields.amount_cents.optional(),
   invoice_display_name: commitmentFields.invoice_display_name.optional(),
 });
-
-export const commitmentResource = z
-  .object({
-    id: z.string(),
-    organization_id: z.string(),
-    plan_id: z.string(),
-    commitment_type: z.enum(COMMITMENT_TYPES),
-    amount_cents: decimal4,
-    invoice_display_name: z.string().nullable(),
-    created_at: timestamp,
-    updated_at: timestamp,
-  })
-  .meta({ id: 'Commitment' });
-
-export function toCommitment(doc: CommitmentDoc): z.output<typeof commitmentResource> {
-  return {
-    id: doc._id,
-    organization_id: doc.organization_id,
-    plan_id: doc.plan_id,
-    commitment_type: doc.commitment_type,
-    amount_cents: d4(doc.amount_cents),
-    invoice_display_name: doc.invoice_display_name ?? null,
-    created_at: iso(doc.created_at),
-    updated_at: iso(doc.updated_at),
-  };
-}
 
 // The specification's Commitment: a plan's minimum spend, one per plan. Deleting it removes the
 // document (it has no life of its own beyond the plan).
@@ -91,7 +64,7 @@ export const commitmentRoutes: FastifyPluginAsyncZod = async (app) => {
         () => Commitment.create({ ...body, amount_cents: toDecimal128(amount_cents), plan_id: plan._id, organization_id: organizationId }),
         `The plan "${plan.code}" already has a commitment; change it with PUT /v1/commitments/{id}`,
       );
-      return reply.status(201).send(toCommitment(commitment.toObject()));
+      return reply.status(201).send(toCommitmentResource(commitment.toObject()));
     },
   );
 
@@ -110,7 +83,7 @@ export const commitmentRoutes: FastifyPluginAsyncZod = async (app) => {
       const organizationId = request.organizationId;
       const plan = await findPlan(app, organizationId, request.params.id);
       const { skip, limit } = request.query;
-      return listPage(reply, Commitment, { organization_id: organizationId, plan_id: plan._id }, { skip, limit }, toCommitment);
+      return listPage(reply, Commitment, { organization_id: organizationId, plan_id: plan._id }, { skip, limit }, toCommitmentResource);
     },
   );
 
@@ -137,7 +110,7 @@ export const commitmentRoutes: FastifyPluginAsyncZod = async (app) => {
         { returnDocument: 'after' },
       ).lean();
       if (!updated) throw new NotFound('Commitment not found', 'commitment_not_found');
-      return toCommitment(updated);
+      return toCommitmentResource(updated);
     },
   );
 
@@ -149,7 +122,7 @@ export const commitmentRoutes: FastifyPluginAsyncZod = async (app) => {
       const current = await findCommitment(organizationId, request.params.id);
       const deleted = await Commitment.findOneAndDelete({ _id: current._id, organization_id: organizationId }).lean();
       if (!deleted) throw new NotFound('Commitment not found', 'commitment_not_found');
-      return toCommitment(deleted);
+      return toCommitmentResource(deleted);
     },
   );
 };

@@ -2,16 +2,15 @@ import type { FastifyInstance } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { newId } from '../../db/base';
-import { type ChargeDoc, type ChargeFilterDoc, PLAN_INTERVALS, type PlanDoc } from '../../db/models/plan';
-import { CHARGE_MODELS, type ChargeModel, chargePropertiesSchemas } from '../../domain/charge-models';
+import { type ChargeDoc, PLAN_INTERVALS, type PlanDoc } from '../../db/models/plan';
+import { type ChargeModel, chargePropertiesSchemas } from '../../domain/charge-models';
 import { filterKey } from '../../domain/charge-filters';
 import { BadRequest, type FieldError, NotFound, Validation } from '../../errors';
 import { findByIdOrCode, listPage, live, uniqueWrite } from '../catalog';
 import { decimalInput } from '../decimal';
-import { d4OrNull, decimal4 } from '../../resources/format';
 import { toDecimal128 } from '../../db/decimal';
 import { currencyCode, idParams, listQuery, responses } from '../http';
-import { iso, nullableTimestamp, timestamp } from '../../resources/format';
+import { planResource, toPlanResource } from '../../resources/plan';
 
 const code = z.string().trim().min(1).max(255);
 const displayName = z.string().max(255).nullable();
@@ -109,92 +108,6 @@ const updatePlanBody = z.strictObject({
     .optional()
     .describe('replaces every charge: a charge given with its id keeps it, the others get new ids, a charge left out is removed'),
 });
-
-export const chargeFilterResource = z
-  .object({
-    id: z.string(),
-    values: z.record(z.string(), z.array(z.string())),
-    properties: z.record(z.string(), z.unknown()),
-    invoice_display_name: z.string().nullable(),
-  })
-  .meta({ id: 'PlanChargeFilter' });
-
-export const chargeResource = z
-  .object({
-    id: z.string(),
-    billable_metric_id: z.string(),
-    charge_model: z.enum(CHARGE_MODELS),
-    properties: z.record(z.string(), z.unknown()),
-    pay_in_advance: z.boolean(),
-    prorated: z.boolean(),
-    invoiceable: z.boolean(),
-    min_amount_cents: decimal4.nullable(),
-    max_amount_cents: decimal4.nullable(),
-    invoice_display_name: z.string().nullable(),
-    filters: z.array(chargeFilterResource),
-  })
-  .meta({ id: 'PlanCharge' });
-
-export const planResource = z
-  .object({
-    id: z.string(),
-    organization_id: z.string(),
-    code: z.string(),
-    name: z.string(),
-    description: z.string().nullable(),
-    interval: z.enum(PLAN_INTERVALS),
-    amount_cents: z.number().int(),
-    currency: z.string(),
-    trial_period_days: z.number().int(),
-    charges: z.array(chargeResource),
-    deleted_at: nullableTimestamp,
-    created_at: timestamp,
-    updated_at: timestamp,
-  })
-  .meta({ id: 'Plan' });
-
-function toChargeFilter(doc: ChargeFilterDoc): z.output<typeof chargeFilterResource> {
-  return {
-    id: doc._id,
-    values: doc.values,
-    properties: doc.properties ?? {},
-    invoice_display_name: doc.invoice_display_name ?? null,
-  };
-}
-
-function toCharge(doc: ChargeDoc): z.output<typeof chargeResource> {
-  return {
-    id: doc._id,
-    billable_metric_id: doc.billable_metric_id,
-    charge_model: doc.charge_model,
-    properties: doc.properties ?? {},
-    pay_in_advance: doc.pay_in_advance,
-    prorated: doc.prorated,
-    invoiceable: doc.invoiceable,
-    min_amount_cents: d4OrNull(doc.min_amount_cents),
-    max_amount_cents: d4OrNull(doc.max_amount_cents),
-    invoice_display_name: doc.invoice_display_name ?? null,
-    filters: (doc.filters ?? []).map(toChargeFilter),
-  };
-}
-
-export function toPlan(doc: PlanDoc): z.output<typeof planResource> {
-  return {
-    id: doc._id,
-    organization_id: doc.organization_id,
-    code: doc.code,
-    name: doc.name,
-    description: doc.description ?? null,
-    interval: doc.interval,
-    amount_cents: doc.amount_cents,
-    currency: doc.currency,
-    trial_period_days: doc.trial_period_days,
-    charges: (doc.charges ?? []).map(toCharge),
-    deleted_at: iso(doc.deleted_at),
-    created_at: iso(doc.created_at),
-    updated_at: iso(doc.updated_at),
-  };
-}
 
 export const planNotFound = { name: 'Plan', code: 'plan_not_found' };
 
@@ -392,7 +305,7 @@ export const planRoutes: FastifyPluginAsyncZod = async (app) => {
         () => Plan.create({ ...body, charges: built, organization_id: organizationId }),
         `A plan with code "${body.code}" already exists`,
       );
-      return reply.status(201).send(toPlan(plan.toObject()));
+      return reply.status(201).send(toPlanResource(plan.toObject()));
     },
   );
 
@@ -411,14 +324,14 @@ export const planRoutes: FastifyPluginAsyncZod = async (app) => {
       const filter: Record<string, unknown> = live(request.organizationId);
       if (interval !== undefined) filter.interval = interval;
       if (currency !== undefined) filter.currency = currency;
-      return listPage(reply, Plan, filter, { skip, limit }, toPlan);
+      return listPage(reply, Plan, filter, { skip, limit }, toPlanResource);
     },
   );
 
   app.get(
     '/plans/:id',
     { schema: { tags, summary: 'Get a plan by id or code', params: idParams, response: responses({ 200: planResource }) } },
-    async (request) => toPlan(await findPlan(app, request.organizationId, request.params.id)),
+    async (request) => toPlanResource(await findPlan(app, request.organizationId, request.params.id)),
   );
 
   app.put(
@@ -449,7 +362,7 @@ export const planRoutes: FastifyPluginAsyncZod = async (app) => {
         `A plan with code "${String(rest.code)}" already exists`,
       );
       if (!updated) throw new NotFound('Plan not found', planNotFound.code);
-      return toPlan(updated);
+      return toPlanResource(updated);
     },
   );
 
@@ -475,7 +388,7 @@ export const planRoutes: FastifyPluginAsyncZod = async (app) => {
         { returnDocument: 'after' },
       ).lean();
       if (!deleted) throw new NotFound('Plan not found', planNotFound.code);
-      return toPlan(deleted);
+      return toPlanResource(deleted);
     },
   );
 };

@@ -1,13 +1,11 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { UsageThresholdDoc } from '../../db/models/usage-threshold';
 import { NotFound } from '../../errors';
 import { listPage, uniqueWrite } from '../catalog';
 import { decimalInput } from '../decimal';
-import { d4, decimal4 } from '../../resources/format';
 import { toDecimal128 } from '../../db/decimal';
 import { idParams, listQuery, responses } from '../http';
-import { iso, timestamp } from '../../resources/format';
+import { toUsageThresholdResource, usageThresholdResource } from '../../resources/usage-threshold';
 import { findPlan } from './plans';
 
 const createThresholdBody = z.strictObject({
@@ -17,32 +15,6 @@ const createThresholdBody = z.strictObject({
   recurring: z.boolean().default(false).describe('repeat every amount_cents after the last fixed threshold (one per plan)'),
   threshold_display_name: z.string().max(255).nullable().optional(),
 });
-
-export const usageThresholdResource = z
-  .object({
-    id: z.string(),
-    organization_id: z.string(),
-    plan_id: z.string(),
-    amount_cents: decimal4,
-    recurring: z.boolean(),
-    threshold_display_name: z.string().nullable(),
-    created_at: timestamp,
-    updated_at: timestamp,
-  })
-  .meta({ id: 'UsageThreshold' });
-
-export function toUsageThreshold(doc: UsageThresholdDoc): z.output<typeof usageThresholdResource> {
-  return {
-    id: doc._id,
-    organization_id: doc.organization_id,
-    plan_id: doc.plan_id,
-    amount_cents: d4(doc.amount_cents),
-    recurring: doc.recurring,
-    threshold_display_name: doc.threshold_display_name ?? null,
-    created_at: iso(doc.created_at),
-    updated_at: iso(doc.updated_at),
-  };
-}
 
 // Progressive billing thresholds of a plan. A plan has at most one recurring threshold, and its
 // fixed thresholds have distinct amounts (a second one at the same amount could never trigger
@@ -81,7 +53,7 @@ export const usageThresholdRoutes: FastifyPluginAsyncZod = async (app) => {
           ? `The plan "${plan.code}" already has a recurring usage threshold`
           : `The plan "${plan.code}" already has a usage threshold of ${amount} cents`,
       );
-      return reply.status(201).send(toUsageThreshold(threshold.toObject()));
+      return reply.status(201).send(toUsageThresholdResource(threshold.toObject()));
     },
   );
 
@@ -100,7 +72,7 @@ export const usageThresholdRoutes: FastifyPluginAsyncZod = async (app) => {
       const organizationId = request.organizationId;
       const plan = await findPlan(app, organizationId, request.params.id);
       const { skip, limit } = request.query;
-      return listPage(reply, UsageThreshold, { organization_id: organizationId, plan_id: plan._id }, { skip, limit }, toUsageThreshold);
+      return listPage(reply, UsageThreshold, { organization_id: organizationId, plan_id: plan._id }, { skip, limit }, toUsageThresholdResource);
     },
   );
 
@@ -116,7 +88,7 @@ export const usageThresholdRoutes: FastifyPluginAsyncZod = async (app) => {
       if (!threshold || !planIsLive) throw new NotFound('Usage threshold not found', 'usage_threshold_not_found');
       const deleted = await UsageThreshold.findOneAndDelete({ _id: threshold._id, organization_id: organizationId }).lean();
       if (!deleted) throw new NotFound('Usage threshold not found', 'usage_threshold_not_found');
-      return toUsageThreshold(deleted);
+      return toUsageThresholdResource(deleted);
     },
   );
 };
