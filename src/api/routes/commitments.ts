@@ -6,8 +6,8 @@ import { listPage, uniqueWrite } from '../catalog';
 import { decimalInput } from '../decimal';
 import { toDecimal128 } from '../../db/decimal';
 import { idParams, listQuery, responses } from '../http';
-import { commitmentResource, toCommitmentResource } from '../../resources/commitment';
 import { findPlan } from './plans';
+import { commitmentResource, toCommitmentResource } from '../../resources/commitment';
 
 const commitmentFields = {
   commitment_type: z.enum(COMMITMENT_TYPES),

@@ -5,8 +5,8 @@ import { listPage, uniqueWrite } from '../catalog';
 import { decimalInput } from '../decimal';
 import { toDecimal128 } from '../../db/decimal';
 import { idParams, listQuery, responses } from '../http';
-import { toUsageThresholdResource, usageThresholdResource } from '../../resources/usage-threshold';
 import { findPlan } from './plans';
+import { toUsageThresholdResource, usageThresholdResource } from '../../resources/usage-threshold';
 
 const createThresholdBody = z.strictObject({
   amount_cents: decimalInput({ min: 0 })

@@ -8,6 +8,7 @@ import { startDelivery } from '../../webhooks/emit-event';
 import { generateWebhookSecret } from '../../webhooks/signature';
 import { idParams, listQuery, responses, sendList } from '../http';
 import { iso, nullableTimestamp, timestamp } from '../../resources/format';
+import { toWebhookEndpointResource, webhookEndpointResource, webhookEndpointWithSecret } from '../../resources/webhook-endpoint';
 
 const webhookUrl = z
   .url({ protocol: /^https?$/, error: 'must be an http or https URL' })
@@ -40,24 +41,6 @@ const updateEndpointBody = z.strictObject({
   event_types: endpointFields.event_types.optional(),
 });
 
-export const webhookEndpointResource = z
-  .object({
-    id: z.string(),
-    organization_id: z.string(),
-    url: z.string(),
-    signature_algo: z.literal('hmac'),
-    status: z.enum(['active', 'inactive']),
-    event_types: z.array(z.string()),
-    deleted_at: nullableTimestamp,
-    created_at: timestamp,
-    updated_at: timestamp,
-  })
-  .meta({ id: 'WebhookEndpoint' });
-
-const endpointWithSecret = webhookEndpointResource
-  .extend({ secret: z.string().describe('The HMAC signing secret, shown at creation and rotation only') })
-  .meta({ id: 'WebhookEndpointWithSecret' });
-
 export const webhookResource = z
   .object({
     id: z.string(),
@@ -85,20 +68,6 @@ export const webhookResource = z
     updated_at: timestamp,
   })
   .meta({ id: 'Webhook' });
-
-export function toWebhookEndpoint(doc: WebhookEndpointDoc): z.output<typeof webhookEndpointResource> {
-  return {
-    id: doc._id,
-    organization_id: doc.organization_id,
-    url: doc.url,
-    signature_algo: doc.signature_algo,
-    status: doc.status,
-    event_types: doc.event_types ?? [],
-    deleted_at: iso(doc.deleted_at),
-    created_at: iso(doc.created_at),
-    updated_at: iso(doc.updated_at),
-  };
-}
 
 export function toWebhook(doc: WebhookDoc): z.output<typeof webhookResource> {
   return {
@@ -143,13 +112,13 @@ export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
         tags,
         summary: 'Create a webhook endpoint; the signing secret is returned this once',
         body: createEndpointBody,
-        response: responses({ 201: endpointWithSecret }),
+        response: responses({ 201: webhookEndpointWithSecret }),
       },
     },
     async (request, reply) => {
       const secret = generateWebhookSecret();
       const endpoint = await WebhookEndpoint.create({ ...request.body, secret, organization_id: request.organizationId });
-      return reply.status(201).send({ ...toWebhookEndpoint(endpoint.toObject()), secret });
+      return reply.status(201).send({ ...toWebhookEndpointResource(endpoint.toObject()), secret });
     },
   );
 
@@ -163,14 +132,14 @@ export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
         WebhookEndpoint.find(filter).sort({ created_at: -1, _id: -1 }).skip(skip).limit(limit).lean(),
         WebhookEndpoint.countDocuments(filter),
       ]);
-      return sendList(reply, items.map(toWebhookEndpoint), total);
+      return sendList(reply, items.map(toWebhookEndpointResource), total);
     },
   );
 
   app.get(
     '/webhook_endpoints/:id',
     { schema: { tags, summary: 'Get a webhook endpoint', params: idParams, response: responses({ 200: webhookEndpointResource }) } },
-    async (request) => toWebhookEndpoint(await findEndpoint(request.organizationId, request.params.id)),
+    async (request) => toWebhookEndpointResource(await findEndpoint(request.organizationId, request.params.id)),
   );
 
   app.put(
@@ -191,7 +160,7 @@ export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
         { returnDocument: 'after' },
       ).lean();
       if (!updated) throw new NotFound('Webhook endpoint not found', 'webhook_endpoint_not_found');
-      return toWebhookEndpoint(updated);
+      return toWebhookEndpointResource(updated);
     },
   );
 
@@ -205,7 +174,7 @@ export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
         { returnDocument: 'after' },
       ).lean();
       if (!deleted) throw new NotFound('Webhook endpoint not found', 'webhook_endpoint_not_found');
-      return toWebhookEndpoint(deleted);
+      return toWebhookEndpointResource(deleted);
     },
   );
 
@@ -216,7 +185,7 @@ export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
         tags,
         summary: 'Replace the signing secret; the new one is returned this once and signs every later attempt',
         params: idParams,
-        response: responses({ 200: endpointWithSecret }),
+        response: responses({ 200: webhookEndpointWithSecret }),
       },
     },
     async (request) => {
@@ -227,7 +196,7 @@ export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
         { returnDocument: 'after' },
       ).lean();
       if (!updated) throw new NotFound('Webhook endpoint not found', 'webhook_endpoint_not_found');
-      return { ...toWebhookEndpoint(updated), secret };
+      return { ...toWebhookEndpointResource(updated), secret };
     },
   );
 
