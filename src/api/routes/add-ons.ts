@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { NotFound } from '../../errors';
-import { findByIdOrCode, listPage, live, uniqueWrite } from '../catalog';
+import { findByIdOrCode, listPage, live, softDelete, uniqueWrite, updateLive } from '../catalog';
 import { decimalInput } from '../decimal';
 import { toDecimal128 } from '../../db/decimal';
 import { currencyCode, idParams, listQuery, responses } from '../http';
@@ -91,10 +90,9 @@ export const addOnRoutes: FastifyPluginAsyncZod = async (app) => {
       const changes: Record<string, unknown> = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
       if (amount_cents !== undefined) changes.amount_cents = toDecimal128(amount_cents);
       const updated = await uniqueWrite(
-        () => AddOn.findOneAndUpdate({ _id: current._id, ...live(organizationId) }, { $set: changes }, { returnDocument: 'after' }).lean(),
+        () => updateLive(AddOn, organizationId, current._id, changes, what),
         `An add-on with code "${String(rest.code)}" already exists`,
       );
-      if (!updated) throw new NotFound('Add-on not found', what.code);
       return toAddOnResource(updated);
     },
   );
@@ -105,13 +103,7 @@ export const addOnRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       const organizationId = request.organizationId;
       const current = await findByIdOrCode(AddOn, organizationId, request.params.id, what);
-      const deleted = await AddOn.findOneAndUpdate(
-        { _id: current._id, ...live(organizationId) },
-        { $set: { deleted_at: app.deps.now() } },
-        { returnDocument: 'after' },
-      ).lean();
-      if (!deleted) throw new NotFound('Add-on not found', what.code);
-      return toAddOnResource(deleted);
+      return toAddOnResource(await softDelete(AddOn, organizationId, current._id, app.deps.now(), what));
     },
   );
 };

@@ -3,8 +3,8 @@ import { z } from 'zod';
 import type { BillableMetricFilter } from '../../db/models/billable-metric';
 import { AGGREGATION_TYPES } from '../../domain/aggregation/metric';
 import { aggregationSettingsFields, aggregationSettingsSchema, checkAggregationSettings } from '../../domain/aggregation/schema';
-import { BadRequest, NotFound, Validation } from '../../errors';
-import { findByIdOrCode, listPage, live, uniqueWrite } from '../catalog';
+import { BadRequest, Validation } from '../../errors';
+import { findByIdOrCode, listPage, live, softDelete, uniqueWrite, updateLive } from '../catalog';
 import { idParams, listQuery, responses } from '../http';
 import { billableMetricResource, toBillableMetricResource } from '../../resources/billable-metric';
 
@@ -223,15 +223,9 @@ export const billableMetricRoutes: FastifyPluginAsyncZod = async (app) => {
       }
 
       const updated = await uniqueWrite(
-        () =>
-          BillableMetric.findOneAndUpdate(
-            { _id: current._id, ...live(organizationId) },
-            { $set: changes },
-            { returnDocument: 'after' },
-          ).lean(),
+        () => updateLive(BillableMetric, organizationId, current._id, changes, what),
         `A billable metric with code "${changes.code}" already exists`,
       );
-      if (!updated) throw new NotFound('Billable metric not found', what.code);
       return toBillableMetricResource(updated);
     },
   );
@@ -251,13 +245,7 @@ export const billableMetricRoutes: FastifyPluginAsyncZod = async (app) => {
       const current = await findByIdOrCode(BillableMetric, organizationId, request.params.id, what);
       const users = await livePlansUsing(organizationId, current._id);
       if (users.length > 0) throw inUse('The billable metric cannot be deleted', users);
-      const deleted = await BillableMetric.findOneAndUpdate(
-        { _id: current._id, ...live(organizationId) },
-        { $set: { deleted_at: app.deps.now() } },
-        { returnDocument: 'after' },
-      ).lean();
-      if (!deleted) throw new NotFound('Billable metric not found', what.code);
-      return toBillableMetricResource(deleted);
+      return toBillableMetricResource(await softDelete(BillableMetric, organizationId, current._id, app.deps.now(), what));
     },
   );
 };

@@ -1,8 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { COMMITMENT_TYPES, type CommitmentDoc } from '../../db/models/commitment';
-import { NotFound } from '../../errors';
-import { listPage, uniqueWrite } from '../catalog';
+import { deleteOr404, findOfLivePlan, listPage, uniqueWrite, updateOr404 } from '../catalog';
 import { decimalInput } from '../decimal';
 import { toDecimal128 } from '../../db/decimal';
 import { idParams, listQuery, responses } from '../http';
@@ -29,6 +28,8 @@ const updateCommitmentBody = z.strictObject({
   invoice_display_name: commitmentFields.invoice_display_name.optional(),
 });
 
+const what = { name: 'Commitment', code: 'commitment_not_found' };
+
 // The specification's Commitment: a plan's minimum spend, one per plan. Deleting it removes the
 // document (it has no life of its own beyond the plan).
 export const commitmentRoutes: FastifyPluginAsyncZod = async (app) => {
@@ -36,13 +37,8 @@ export const commitmentRoutes: FastifyPluginAsyncZod = async (app) => {
   const tags = ['plans'];
 
   /** A commitment of the organization whose plan is live (a deleted plan's commitment is gone too). */
-  async function findCommitment(organizationId: string, id: string): Promise<CommitmentDoc> {
-    const commitment = await Commitment.findOne({ _id: id, organization_id: organizationId }).lean();
-    const planIsLive = commitment
-      ? await Plan.exists({ _id: commitment.plan_id, organization_id: organizationId, deleted_at: null })
-      : null;
-    if (!commitment || !planIsLive) throw new NotFound('Commitment not found', 'commitment_not_found');
-    return commitment;
+  function findCommitment(organizationId: string, id: string): Promise<CommitmentDoc> {
+    return findOfLivePlan(Commitment, Plan, organizationId, id, what);
   }
 
   app.post(
@@ -104,13 +100,7 @@ export const commitmentRoutes: FastifyPluginAsyncZod = async (app) => {
       const { amount_cents, ...rest } = request.body;
       const changes: Record<string, unknown> = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
       if (amount_cents !== undefined) changes.amount_cents = toDecimal128(amount_cents);
-      const updated = await Commitment.findOneAndUpdate(
-        { _id: current._id, organization_id: organizationId },
-        { $set: changes },
-        { returnDocument: 'after' },
-      ).lean();
-      if (!updated) throw new NotFound('Commitment not found', 'commitment_not_found');
-      return toCommitmentResource(updated);
+      return toCommitmentResource(await updateOr404(Commitment, { _id: current._id, organization_id: organizationId }, changes, what));
     },
   );
 
@@ -120,9 +110,7 @@ export const commitmentRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       const organizationId = request.organizationId;
       const current = await findCommitment(organizationId, request.params.id);
-      const deleted = await Commitment.findOneAndDelete({ _id: current._id, organization_id: organizationId }).lean();
-      if (!deleted) throw new NotFound('Commitment not found', 'commitment_not_found');
-      return toCommitmentResource(deleted);
+      return toCommitmentResource(await deleteOr404(Commitment, organizationId, current._id, what));
     },
   );
 };

@@ -1,12 +1,12 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { QueryFilter } from 'mongoose';
 import { z } from 'zod';
 import { isDuplicateKeyError } from '../../db';
-import { customerLookup, type CustomerDoc } from '../../db/models/customer';
-import { BadRequest, Conflict, NotFound, Validation } from '../../errors';
+import type { CustomerDoc } from '../../db/models/customer';
+import { BadRequest, Conflict, Validation } from '../../errors';
 import { customerNow } from '../../test-clocks/time';
 import { emitEvent } from '../../webhooks/emit-event';
-import { currencyCode, email, ianaTimezone, idParams, listQuery, responses, sendList } from '../http';
+import { findLive, listPage, live, notFound, softDelete, updateLive } from '../catalog';
+import { currencyCode, email, ianaTimezone, idParams, listQuery, responses } from '../http';
 import { customerResource, toCustomerResource } from '../../resources/customer';
 
 const billingMetadata = z
@@ -43,14 +43,16 @@ const updateCustomerBody = z
   })
   .extend({ test_clock_id: testClockId.optional().describe('immutable: accepted only when unchanged') });
 
+const customerName = { name: 'Customer', code: 'customer_not_found' };
+const testClockName = { name: 'Test clock', code: 'test_clock_not_found' };
+
 export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
   const { Customer, Organization, TestClock } = app.deps.db.models;
   const tags = ['customers'];
 
-  async function findCustomer(organizationId: string, id: string): Promise<CustomerDoc> {
-    const customer = await Customer.findOne(customerLookup(organizationId, id)).lean();
-    if (!customer) throw new NotFound('Customer not found', 'customer_not_found');
-    return customer;
+  /** A live customer of the organization, by id or external_id (api-contract.md). */
+  function findCustomer(organizationId: string, id: string): Promise<CustomerDoc> {
+    return findLive(Customer, organizationId, id, customerName, ['external_id']);
   }
 
   app.post(
@@ -60,7 +62,7 @@ export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
       const body = request.body;
       if (body.test_clock_id) {
         const clock = await TestClock.exists({ _id: body.test_clock_id, organization_id: request.organizationId, deleted_at: null });
-        if (!clock) throw new NotFound('Test clock not found', 'test_clock_not_found');
+        if (!clock) throw notFound(testClockName);
       }
       let currency = body.currency;
       if (!currency) {
@@ -113,13 +115,9 @@ export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const { skip, limit, external_id } = request.query;
-      const filter: QueryFilter<CustomerDoc> = { organization_id: request.organizationId, deleted_at: null };
+      const filter: Record<string, unknown> = live(request.organizationId);
       if (external_id !== undefined) filter.external_id = external_id;
-      const [customers, total] = await Promise.all([
-        Customer.find(filter).sort({ created_at: -1, _id: -1 }).skip(skip).limit(limit).lean(),
-        Customer.countDocuments(filter),
-      ]);
-      return sendList(reply, customers.map(toCustomerResource), total);
+      return listPage(reply, Customer, filter, { skip, limit }, toCustomerResource);
     },
   );
 
@@ -149,13 +147,7 @@ export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
       if (test_clock_id !== undefined && test_clock_id !== (current.test_clock_id ?? null)) {
         throw Validation.field('test_clock_id', 'is immutable');
       }
-      const updated = await Customer.findOneAndUpdate(
-        { _id: current._id, organization_id: request.organizationId, deleted_at: null },
-        { $set: changes },
-        { returnDocument: 'after' },
-      ).lean();
-      if (!updated) throw new NotFound('Customer not found', 'customer_not_found');
-      return toCustomerResource(updated);
+      return toCustomerResource(await updateLive(Customer, request.organizationId, current._id, changes, customerName));
     },
   );
 
@@ -171,21 +163,15 @@ export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       const current = await findCustomer(request.organizationId, request.params.id);
-      const live = await app.deps.db.models.Subscription.countDocuments({
+      const running = await app.deps.db.models.Subscription.countDocuments({
         organization_id: request.organizationId,
         customer_id: current._id,
         status: { $in: ['pending', 'active'] },
       });
-      if (live > 0) {
+      if (running > 0) {
         throw new BadRequest('The customer has pending or active subscriptions; terminate them first', 'customer_has_active_subscriptions');
       }
-      const deleted = await Customer.findOneAndUpdate(
-        { _id: current._id, organization_id: request.organizationId, deleted_at: null },
-        { $set: { deleted_at: app.deps.now() } },
-        { returnDocument: 'after' },
-      ).lean();
-      if (!deleted) throw new NotFound('Customer not found', 'customer_not_found');
-      return toCustomerResource(deleted);
+      return toCustomerResource(await softDelete(Customer, request.organizationId, current._id, app.deps.now(), customerName));
     },
   );
 };

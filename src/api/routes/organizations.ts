@@ -3,7 +3,8 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { newId } from '../../db/base';
 import { NotFound, Unauthorized, Validation } from '../../errors';
-import { currencyCode, email, ianaTimezone, idParams, isoDateTimeInput, listQuery, responses, sendList } from '../http';
+import { listPage } from '../catalog';
+import { currencyCode, email, ianaTimezone, idParams, isoDateTimeInput, listQuery, responses } from '../http';
 import { apiKeyResource, apiKeyWithRawKey, organizationResource, toApiKeyResource, toOrganizationResource } from '../../resources/organization';
 import { API_KEY_PREFIX, bearerToken, hashApiKey } from '../plugins/auth';
 
@@ -144,15 +145,7 @@ export const organizationRoutes: FastifyPluginAsyncZod = async (app) => {
     {
       schema: { tags, summary: 'List API keys (never the raw key)', querystring: listQuery, response: responses({ 200: z.array(apiKeyResource) }) },
     },
-    async (request, reply) => {
-      const filter = { organization_id: request.organizationId };
-      const { skip, limit } = request.query;
-      const [keys, total] = await Promise.all([
-        ApiKey.find(filter).sort({ created_at: -1, _id: -1 }).skip(skip).limit(limit).lean(),
-        ApiKey.countDocuments(filter),
-      ]);
-      return sendList(reply, keys.map(toApiKeyResource), total);
-    },
+    async (request, reply) => listPage(reply, ApiKey, { organization_id: request.organizationId }, request.query, toApiKeyResource),
   );
 
   app.post(

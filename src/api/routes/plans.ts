@@ -6,7 +6,7 @@ import { type ChargeDoc, PLAN_INTERVALS, type PlanDoc } from '../../db/models/pl
 import { type ChargeModel, chargePropertiesSchemas } from '../../domain/charge-models';
 import { filterKey } from '../../domain/charge-filters';
 import { BadRequest, type FieldError, NotFound, Validation } from '../../errors';
-import { findByIdOrCode, listPage, live, uniqueWrite } from '../catalog';
+import { findByIdOrCode, listPage, live, softDelete, uniqueWrite, updateLive } from '../catalog';
 import { decimalInput } from '../decimal';
 import { toDecimal128 } from '../../db/decimal';
 import { currencyCode, idParams, listQuery, responses } from '../http';
@@ -358,10 +358,9 @@ export const planRoutes: FastifyPluginAsyncZod = async (app) => {
       }
       if (charges !== undefined) changes.charges = await buildCharges(organizationId, charges, current.charges ?? []);
       const updated = await uniqueWrite(
-        () => Plan.findOneAndUpdate({ _id: current._id, ...live(organizationId) }, { $set: changes }, { returnDocument: 'after' }).lean(),
+        () => updateLive(Plan, organizationId, current._id, changes, planNotFound),
         `A plan with code "${String(rest.code)}" already exists`,
       );
-      if (!updated) throw new NotFound('Plan not found', planNotFound.code);
       return toPlanResource(updated);
     },
   );
@@ -382,13 +381,7 @@ export const planRoutes: FastifyPluginAsyncZod = async (app) => {
       if (await usedBySubscriptions(organizationId, current._id)) {
         throw new BadRequest('The plan is used by pending or active subscriptions; terminate them first', 'resource_in_use');
       }
-      const deleted = await Plan.findOneAndUpdate(
-        { _id: current._id, ...live(organizationId) },
-        { $set: { deleted_at: app.deps.now() } },
-        { returnDocument: 'after' },
-      ).lean();
-      if (!deleted) throw new NotFound('Plan not found', planNotFound.code);
-      return toPlanResource(deleted);
+      return toPlanResource(await softDelete(Plan, organizationId, current._id, app.deps.now(), planNotFound));
     },
   );
 };

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { TAXABLE_TYPES, type AppliedTaxDoc, type TaxableType } from '../../db/models/applied-tax';
 import { BadRequest, NotFound } from '../../errors';
-import { findByIdOrCode, listPage, live, uniqueWrite } from '../catalog';
+import { deleteOr404, findByIdOrCode, listPage, live, notFound, softDelete, uniqueWrite, updateLive } from '../catalog';
 import { decimalInput } from '../decimal';
 import { toDecimal128 } from '../../db/decimal';
 import { idParams, listQuery, responses, sendList } from '../http';
@@ -63,6 +63,7 @@ interface PlanRow {
 const booleanQuery = z.enum(['true', 'false']).transform((v) => v === 'true');
 
 const what = { name: 'Tax', code: 'tax_not_found' };
+const appliedTaxName = { name: 'Applied tax', code: 'applied_tax_not_found' };
 
 const TAXABLE_NAMES: Record<TaxableType, string> = { customer: 'Customer', plan: 'Plan', charge: 'Charge', add_on: 'Add-on' };
 
@@ -175,7 +176,7 @@ export const taxRoutes: FastifyPluginAsyncZod = async (app) => {
       // A delete of the tax may have run between the lookup and the insert; its link goes with it.
       if (!(await Tax.exists({ _id: tax._id, deleted_at: null }))) {
         await AppliedTax.deleteOne({ _id: link._id });
-        throw new NotFound('Tax not found', what.code);
+        throw notFound(what);
       }
       return reply.status(201).send(toAppliedTaxResource(link.toObject(), tax.code));
     },
@@ -234,8 +235,7 @@ export const taxRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request) => {
-      const link = await AppliedTax.findOneAndDelete({ _id: request.params.id, organization_id: request.organizationId }).lean();
-      if (!link) throw new NotFound('Applied tax not found', 'applied_tax_not_found');
+      const link = await deleteOr404(AppliedTax, request.organizationId, request.params.id, appliedTaxName);
       const codes = await taxCodes([link.tax_id]);
       return toAppliedTaxResource(link, codes.get(link.tax_id) ?? '');
     },
@@ -265,10 +265,9 @@ export const taxRoutes: FastifyPluginAsyncZod = async (app) => {
       const changes: Record<string, unknown> = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
       if (value !== undefined) changes.rate = toDecimal128(value);
       const updated = await uniqueWrite(
-        () => Tax.findOneAndUpdate({ _id: current._id, ...live(organizationId) }, { $set: changes }, { returnDocument: 'after' }).lean(),
+        () => updateLive(Tax, organizationId, current._id, changes, what),
         `A tax with code "${String(rest.code)}" already exists`,
       );
-      if (!updated) throw new NotFound('Tax not found', what.code);
       return toTaxResource(updated);
     },
   );
@@ -300,12 +299,7 @@ export const taxRoutes: FastifyPluginAsyncZod = async (app) => {
           'resource_in_use',
         );
       }
-      const deleted = await Tax.findOneAndUpdate(
-        { _id: current._id, ...live(organizationId) },
-        { $set: { deleted_at: app.deps.now() } },
-        { returnDocument: 'after' },
-      ).lean();
-      if (!deleted) throw new NotFound('Tax not found', what.code);
+      const deleted = await softDelete(Tax, organizationId, current._id, app.deps.now(), what);
       // What remains links the tax to deleted resources only: it goes with the tax.
       await AppliedTax.deleteMany({ organization_id: organizationId, tax_id: current._id });
       return toTaxResource(deleted);

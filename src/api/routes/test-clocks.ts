@@ -5,9 +5,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { TestClockDoc } from '../../db/models/test-clock';
-import { BadRequest, InvalidTransition, NotFound, Validation } from '../../errors';
+import { BadRequest, InvalidTransition, Validation } from '../../errors';
 import { deleteTestClock, startClockAdvance } from '../../test-clocks/advance';
-import { listPage, live } from '../catalog';
+import { findLive, listPage, live } from '../catalog';
 import { idParams, isoDateTimeInput, listQuery, responses } from '../http';
 import { iso } from '../../resources/format';
 import { testClockResource, toTestClockResource } from '../../resources/test-clock';
@@ -26,10 +26,8 @@ export const testClockRoutes: FastifyPluginAsyncZod = async (app) => {
   const { Customer, Subscription, TestClock } = db.models;
   const tags = ['test clocks'];
 
-  async function findClock(organizationId: string, id: string): Promise<TestClockDoc> {
-    const clock = await TestClock.findOne({ ...live(organizationId), _id: id }).lean();
-    if (!clock) throw new NotFound('Test clock not found', 'test_clock_not_found');
-    return clock;
+  function findClock(organizationId: string, id: string): Promise<TestClockDoc> {
+    return findLive(TestClock, organizationId, id, { name: 'Test clock', code: 'test_clock_not_found' });
   }
 
   app.post(

@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { NotFound } from '../../errors';
-import { listPage, uniqueWrite } from '../catalog';
+import { deleteOr404, findOfLivePlan, listPage, uniqueWrite } from '../catalog';
 import { decimalInput } from '../decimal';
 import { toDecimal128 } from '../../db/decimal';
 import { idParams, listQuery, responses } from '../http';
@@ -15,6 +14,8 @@ const createThresholdBody = z.strictObject({
   recurring: z.boolean().default(false).describe('repeat every amount_cents after the last fixed threshold (one per plan)'),
   threshold_display_name: z.string().max(255).nullable().optional(),
 });
+
+const what = { name: 'Usage threshold', code: 'usage_threshold_not_found' };
 
 // Progressive billing thresholds of a plan. A plan has at most one recurring threshold, and its
 // fixed thresholds have distinct amounts (a second one at the same amount could never trigger
@@ -81,14 +82,8 @@ export const usageThresholdRoutes: FastifyPluginAsyncZod = async (app) => {
     { schema: { tags, summary: 'Remove a usage threshold', params: idParams, response: responses({ 200: usageThresholdResource }) } },
     async (request) => {
       const organizationId = request.organizationId;
-      const threshold = await UsageThreshold.findOne({ _id: request.params.id, organization_id: organizationId }).lean();
-      const planIsLive = threshold
-        ? await Plan.exists({ _id: threshold.plan_id, organization_id: organizationId, deleted_at: null })
-        : null;
-      if (!threshold || !planIsLive) throw new NotFound('Usage threshold not found', 'usage_threshold_not_found');
-      const deleted = await UsageThreshold.findOneAndDelete({ _id: threshold._id, organization_id: organizationId }).lean();
-      if (!deleted) throw new NotFound('Usage threshold not found', 'usage_threshold_not_found');
-      return toUsageThresholdResource(deleted);
+      const threshold = await findOfLivePlan(UsageThreshold, Plan, organizationId, request.params.id, what);
+      return toUsageThresholdResource(await deleteOr404(UsageThreshold, organizationId, threshold._id, what));
     },
   );
 };

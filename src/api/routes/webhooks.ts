@@ -1,11 +1,11 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { WebhookDoc } from '../../db/models/webhook';
-import type { WebhookEndpointDoc } from '../../db/models/webhook-endpoint';
 import { WEBHOOK_EVENT_TYPES } from '../../domain/webhook-schedule';
 import { InvalidTransition, NotFound } from '../../errors';
 import { startDelivery } from '../../webhooks/emit-event';
 import { generateWebhookSecret } from '../../webhooks/signature';
+import { findLive, listPage, live, softDelete, updateLive } from '../catalog';
 import { idParams, listQuery, responses, sendList } from '../http';
 import { iso, nullableTimestamp, timestamp } from '../../resources/format';
 import { toWebhookEndpointResource, webhookEndpointResource, webhookEndpointWithSecret } from '../../resources/webhook-endpoint';
@@ -95,15 +95,11 @@ export function toWebhook(doc: WebhookDoc): z.output<typeof webhookResource> {
   };
 }
 
+const endpointName = { name: 'Webhook endpoint', code: 'webhook_endpoint_not_found' };
+
 export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
   const { Webhook, WebhookEndpoint } = app.deps.db.models;
   const tags = ['webhooks'];
-
-  async function findEndpoint(organizationId: string, id: string): Promise<WebhookEndpointDoc> {
-    const endpoint = await WebhookEndpoint.findOne({ _id: id, organization_id: organizationId, deleted_at: null }).lean();
-    if (!endpoint) throw new NotFound('Webhook endpoint not found', 'webhook_endpoint_not_found');
-    return endpoint;
-  }
 
   app.post(
     '/webhook_endpoints',
@@ -125,21 +121,13 @@ export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get(
     '/webhook_endpoints',
     { schema: { tags, summary: 'List webhook endpoints', querystring: listQuery, response: responses({ 200: z.array(webhookEndpointResource) }) } },
-    async (request, reply) => {
-      const filter = { organization_id: request.organizationId, deleted_at: null };
-      const { skip, limit } = request.query;
-      const [items, total] = await Promise.all([
-        WebhookEndpoint.find(filter).sort({ created_at: -1, _id: -1 }).skip(skip).limit(limit).lean(),
-        WebhookEndpoint.countDocuments(filter),
-      ]);
-      return sendList(reply, items.map(toWebhookEndpointResource), total);
-    },
+    async (request, reply) => listPage(reply, WebhookEndpoint, live(request.organizationId), request.query, toWebhookEndpointResource),
   );
 
   app.get(
     '/webhook_endpoints/:id',
     { schema: { tags, summary: 'Get a webhook endpoint', params: idParams, response: responses({ 200: webhookEndpointResource }) } },
-    async (request) => toWebhookEndpointResource(await findEndpoint(request.organizationId, request.params.id)),
+    async (request) => toWebhookEndpointResource(await findLive(WebhookEndpoint, request.organizationId, request.params.id, endpointName)),
   );
 
   app.put(
@@ -153,29 +141,14 @@ export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
         response: responses({ 200: webhookEndpointResource }),
       },
     },
-    async (request) => {
-      const updated = await WebhookEndpoint.findOneAndUpdate(
-        { _id: request.params.id, organization_id: request.organizationId, deleted_at: null },
-        { $set: request.body },
-        { returnDocument: 'after' },
-      ).lean();
-      if (!updated) throw new NotFound('Webhook endpoint not found', 'webhook_endpoint_not_found');
-      return toWebhookEndpointResource(updated);
-    },
+    async (request) => toWebhookEndpointResource(await updateLive(WebhookEndpoint, request.organizationId, request.params.id, request.body, endpointName)),
   );
 
   app.delete(
     '/webhook_endpoints/:id',
     { schema: { tags, summary: 'Delete a webhook endpoint (it receives nothing more)', params: idParams, response: responses({ 200: webhookEndpointResource }) } },
-    async (request) => {
-      const deleted = await WebhookEndpoint.findOneAndUpdate(
-        { _id: request.params.id, organization_id: request.organizationId, deleted_at: null },
-        { $set: { deleted_at: app.deps.now(), status: 'inactive' } },
-        { returnDocument: 'after' },
-      ).lean();
-      if (!deleted) throw new NotFound('Webhook endpoint not found', 'webhook_endpoint_not_found');
-      return toWebhookEndpointResource(deleted);
-    },
+    async (request) =>
+      toWebhookEndpointResource(await softDelete(WebhookEndpoint, request.organizationId, request.params.id, app.deps.now(), endpointName, { status: 'inactive' })),
   );
 
   app.post(
@@ -190,12 +163,7 @@ export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       const secret = generateWebhookSecret();
-      const updated = await WebhookEndpoint.findOneAndUpdate(
-        { _id: request.params.id, organization_id: request.organizationId, deleted_at: null },
-        { $set: { secret } },
-        { returnDocument: 'after' },
-      ).lean();
-      if (!updated) throw new NotFound('Webhook endpoint not found', 'webhook_endpoint_not_found');
+      const updated = await updateLive(WebhookEndpoint, request.organizationId, request.params.id, { secret }, endpointName);
       return { ...toWebhookEndpointResource(updated), secret };
     },
   );
