@@ -5,6 +5,7 @@ import { newId } from '../../db/base';
 import { type ChargeDoc, PLAN_INTERVALS, type PlanDoc } from '../../db/models/plan';
 import { type ChargeModel, chargePropertiesSchemas } from '../../domain/charge-models';
 import { filterKey } from '../../domain/charge-filters';
+import { chargeRuleErrors } from '../../domain/charge-rules';
 import { BadRequest, type FieldError, NotFound, Validation } from '../../errors';
 import { findByIdOrCode, listPage, live, softDelete, uniqueWrite, updateLive } from '../catalog';
 import { decimalInput } from '../decimal';
@@ -128,84 +129,6 @@ interface MetricRow {
   recurring?: boolean;
   filters?: { key: string; values: string[] }[];
   deleted_at?: Date | null;
-}
-
-/**
- * Lago bills an event in advance as "price with it − price without it"; that needs an aggregation
- * that grows event by event. max, latest and weighted_sum do not (lago-reference.md 2.10).
- */
-const IN_ADVANCE_AGGREGATIONS = new Set(['count', 'sum', 'unique_count', 'custom']);
-/** lago-reference.md 2.10: prorated charges, in arrear. */
-const PRORATED_IN_ARREAR_MODELS = new Set<ChargeModel>(['standard', 'volume', 'graduated']);
-
-/** The rules between a charge and its metric, and between its own fields; every broken one is named. */
-function chargeRuleErrors(charge: ChargeInput, metric: MetricRow, path: string): FieldError[] {
-  const errors: FieldError[] = [];
-  const declared = new Map((metric.filters ?? []).map((f) => [f.key, new Set(f.values)]));
-  const seen = new Map<string, number>();
-  charge.filters.forEach((filter, j) => {
-    for (const [key, values] of Object.entries(filter.values)) {
-      const accepted = declared.get(key);
-      if (!accepted) {
-        const keys = [...declared.keys()].map((k) => `"${k}"`).join(', ');
-        errors.push({
-          path: `${path}.filters.${j}.values.${key}`,
-          message: `"${key}" is not a filter key of billable metric "${metric.code}" (${keys ? `its keys: ${keys}` : 'it declares no filters'})`,
-        });
-        continue;
-      }
-      values.forEach((value, k) => {
-        if (!accepted.has(value)) {
-          errors.push({
-            path: `${path}.filters.${j}.values.${key}.${k}`,
-            message: `"${value}" is not a value of filter "${key}" of billable metric "${metric.code}"`,
-          });
-        }
-      });
-    }
-    // Usage and fees are keyed by the filter's values: two filters with the same values would
-    // price the same events twice (or one of them never).
-    const key = filterKey(filter.values);
-    const first = seen.get(key);
-    if (first === undefined) seen.set(key, j);
-    else errors.push({ path: `${path}.filters.${j}.values`, message: `the same values as filters.${first}` });
-  });
-
-  const min = charge.min_amount_cents ?? null;
-  const max = charge.max_amount_cents ?? null;
-  if (min !== null && max !== null && min.gt(max)) {
-    errors.push({ path: `${path}.max_amount_cents`, message: 'must not be lower than min_amount_cents' });
-  }
-  if (charge.pay_in_advance) {
-    if (!IN_ADVANCE_AGGREGATIONS.has(metric.aggregation_type)) {
-      errors.push({
-        path: `${path}.pay_in_advance`,
-        message: `a ${metric.aggregation_type} metric cannot be billed in advance (only count, sum, unique_count and custom)`,
-      });
-    }
-    if (charge.charge_model === 'volume') {
-      errors.push({ path: `${path}.pay_in_advance`, message: 'a volume charge cannot be billed in advance' });
-    }
-    // Each event is priced on its own; a cap of the period's total has nothing to apply to.
-    if (min !== null) errors.push({ path: `${path}.min_amount_cents`, message: 'a pay-in-advance charge cannot have a minimum' });
-    if (max !== null) errors.push({ path: `${path}.max_amount_cents`, message: 'a pay-in-advance charge cannot have a maximum' });
-  }
-  if (!charge.invoiceable && !charge.pay_in_advance) {
-    errors.push({ path: `${path}.invoiceable`, message: 'only a pay-in-advance charge can be left out of invoices' });
-  }
-  if (charge.prorated) {
-    if (metric.recurring !== true) {
-      errors.push({ path: `${path}.prorated`, message: `only a charge of a recurring metric can be prorated ("${metric.code}" is not recurring)` });
-    } else if (metric.aggregation_type === 'weighted_sum') {
-      errors.push({ path: `${path}.prorated`, message: 'a weighted_sum charge cannot be prorated' });
-    } else if (charge.pay_in_advance ? charge.charge_model !== 'standard' : !PRORATED_IN_ARREAR_MODELS.has(charge.charge_model)) {
-      errors.push({
-        path: `${path}.prorated`,
-        message: 'a prorated charge must be standard when paid in advance, and standard, volume or graduated in arrear',
-      });
-    }
-  }
-  return errors;
 }
 
 /** Filter values without repeats, in the order given. */
