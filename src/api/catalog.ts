@@ -1,10 +1,23 @@
-// Shared by the catalog routes (billable metrics, plans, taxes, coupons, add-ons, ...): lookups by
-// id or code, pages of a list, and the duplicate-code conflict.
+// Shared by the catalog routes (customers, billable metrics, plans, taxes, coupons, add-ons,
+// commitments, usage thresholds, webhook endpoints, test clocks): lookups by id or code that answer
+// the resource's 404, updates and soft deletes of live documents, pages of a list, and the
+// duplicate-code conflict.
 import type { FastifyReply } from 'fastify';
 import type { Model } from 'mongoose';
 import { isDuplicateKeyError } from '../db';
+import type { PlanDoc } from '../db/models/plan';
 import { Conflict, NotFound } from '../errors';
 import { sendList } from './http';
+
+/** How a resource is named in its 404: "<name> not found", with `code` as the error code. */
+export interface ResourceName {
+  name: string;
+  code: string;
+}
+
+export function notFound(what: ResourceName): NotFound {
+  return new NotFound(`${what.name} not found`, what.code);
+}
 
 /** Live (not soft-deleted) documents of one organization. */
 export function live(organizationId: string): { organization_id: string; deleted_at: null } {
@@ -12,20 +25,77 @@ export function live(organizationId: string): { organization_id: string; deleted
 }
 
 /**
- * A live document of the organization addressed by id or by code (api-contract.md: resources
- * with a code may be addressed by either). Another organization's, or a deleted one, is a 404.
+ * A live document of the organization addressed by its id, or by one of `alternateKeys` (a code,
+ * an external_id: api-contract.md lets such resources be addressed by either). Another
+ * organization's, or a deleted one, is the resource's 404.
  */
-export async function findByIdOrCode<T>(
+export async function findLive<T>(
   model: Model<T>,
   organizationId: string,
-  idOrCode: string,
-  what: { name: string; code: string },
+  id: string,
+  what: ResourceName,
+  alternateKeys: readonly string[] = [],
 ): Promise<T> {
-  const doc = await model
-    .findOne({ ...live(organizationId), $or: [{ _id: idOrCode }, { code: idOrCode }] } as never)
-    .lean<T>();
-  if (!doc) throw new NotFound(`${what.name} not found`, what.code);
+  const match = alternateKeys.length ? { $or: [{ _id: id }, ...alternateKeys.map((key) => ({ [key]: id }))] } : { _id: id };
+  const doc = await model.findOne({ ...live(organizationId), ...match } as never).lean<T>();
+  if (!doc) throw notFound(what);
   return doc;
+}
+
+/** A live document of the organization addressed by id or by code; 404 otherwise. */
+export function findByIdOrCode<T>(model: Model<T>, organizationId: string, idOrCode: string, what: ResourceName): Promise<T> {
+  return findLive(model, organizationId, idOrCode, what, ['code']);
+}
+
+/**
+ * A document of a plan (a commitment, a usage threshold) of the organization, by id, while its plan
+ * is live: deleting a plan takes them with it.
+ */
+export async function findOfLivePlan<T extends { plan_id: string }>(
+  model: Model<T>,
+  plans: Model<PlanDoc>,
+  organizationId: string,
+  id: string,
+  what: ResourceName,
+): Promise<T> {
+  const doc = await model.findOne({ _id: id, organization_id: organizationId } as never).lean<T>();
+  const planIsLive = doc ? await plans.exists({ _id: doc.plan_id, ...live(organizationId) }) : null;
+  if (!doc || !planIsLive) throw notFound(what);
+  return doc;
+}
+
+/** `$set` on the document `filter` matches; the document after it, or the resource's 404. */
+export async function updateOr404<T>(model: Model<T>, filter: Record<string, unknown>, set: Record<string, unknown>, what: ResourceName): Promise<T> {
+  const updated = await model.findOneAndUpdate(filter as never, { $set: set } as never, { returnDocument: 'after' }).lean<T>();
+  if (!updated) throw notFound(what);
+  return updated;
+}
+
+/** `$set` on a live document of the organization; a document deleted meanwhile is the 404. */
+export function updateLive<T>(model: Model<T>, organizationId: string, id: string, set: Record<string, unknown>, what: ResourceName): Promise<T> {
+  return updateOr404(model, { _id: id, ...live(organizationId) }, set, what);
+}
+
+/**
+ * Soft delete: stamps `deleted_at` (and `also`) on a live document of the organization and answers
+ * it. Deleted meanwhile (or twice) is the 404, as for any deleted resource.
+ */
+export function softDelete<T>(
+  model: Model<T>,
+  organizationId: string,
+  id: string,
+  at: Date,
+  what: ResourceName,
+  also: Record<string, unknown> = {},
+): Promise<T> {
+  return updateLive(model, organizationId, id, { deleted_at: at, ...also }, what);
+}
+
+/** Removes a document of the organization for good (what has no life of its own); 404 if it is gone. */
+export async function deleteOr404<T>(model: Model<T>, organizationId: string, id: string, what: ResourceName): Promise<T> {
+  const deleted = await model.findOneAndDelete({ _id: id, organization_id: organizationId } as never).lean<T>();
+  if (!deleted) throw notFound(what);
+  return deleted;
 }
 
 /** Answers one page of a list, newest first, with X-Total-Count. */

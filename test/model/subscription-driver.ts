@@ -6,14 +6,14 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { DateTime } from 'luxon';
 import type { z } from 'zod';
-import type { billableMetricResource } from '../../src/api/routes/billable-metrics';
-import type { customerResource } from '../../src/api/routes/customers';
 import type { eventResource } from '../../src/resources/event';
 import { type feeResource, type InvoiceResource } from '../../src/resources/invoice';
-import type { planResource } from '../../src/api/routes/plans';
-import type { testClockResource } from '../../src/api/routes/test-clocks';
 import type { CreditNoteResource } from '../../src/resources/credit-note';
 import type { SubscriptionResource } from '../../src/resources/subscription';
+import type { billableMetricResource } from '../../src/resources/billable-metric';
+import type { customerResource } from '../../src/resources/customer';
+import type { planResource } from '../../src/resources/plan';
+import type { testClockResource } from '../../src/resources/test-clock';
 import {
   SubscriptionModel,
   localDate,

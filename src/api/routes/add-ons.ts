@@ -1,13 +1,10 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { AddOnDoc } from '../../db/models/add-on';
-import { NotFound } from '../../errors';
-import { findByIdOrCode, listPage, live, uniqueWrite } from '../catalog';
+import { findByIdOrCode, listPage, live, softDelete, uniqueWrite, updateLive } from '../catalog';
 import { decimalInput } from '../decimal';
-import { d4, decimal4 } from '../../resources/format';
 import { toDecimal128 } from '../../db/decimal';
 import { currencyCode, idParams, listQuery, responses } from '../http';
-import { iso, nullableTimestamp, timestamp } from '../../resources/format';
+import { addOnResource, toAddOnResource } from '../../resources/add-on';
 
 const code = z.string().trim().min(1).max(255);
 
@@ -37,38 +34,6 @@ const updateAddOnBody = z.strictObject({
   invoice_display_name: addOnFields.invoice_display_name.optional(),
 });
 
-export const addOnResource = z
-  .object({
-    id: z.string(),
-    organization_id: z.string(),
-    code: z.string(),
-    name: z.string(),
-    amount_cents: decimal4,
-    amount_currency: z.string(),
-    description: z.string().nullable(),
-    invoice_display_name: z.string().nullable(),
-    deleted_at: nullableTimestamp,
-    created_at: timestamp,
-    updated_at: timestamp,
-  })
-  .meta({ id: 'AddOn' });
-
-export function toAddOn(doc: AddOnDoc): z.output<typeof addOnResource> {
-  return {
-    id: doc._id,
-    organization_id: doc.organization_id,
-    code: doc.code,
-    name: doc.name,
-    amount_cents: d4(doc.amount_cents),
-    amount_currency: doc.amount_currency,
-    description: doc.description ?? null,
-    invoice_display_name: doc.invoice_display_name ?? null,
-    deleted_at: iso(doc.deleted_at),
-    created_at: iso(doc.created_at),
-    updated_at: iso(doc.updated_at),
-  };
-}
-
 const what = { name: 'Add-on', code: 'add_on_not_found' };
 
 // POST /v1/add_ons/apply creates an invoice and belongs with the invoices.
@@ -85,7 +50,7 @@ export const addOnRoutes: FastifyPluginAsyncZod = async (app) => {
         () => AddOn.create({ ...body, amount_cents: toDecimal128(amount_cents), organization_id: request.organizationId }),
         `An add-on with code "${body.code}" already exists`,
       );
-      return reply.status(201).send(toAddOn(addOn.toObject()));
+      return reply.status(201).send(toAddOnResource(addOn.toObject()));
     },
   );
 
@@ -103,14 +68,14 @@ export const addOnRoutes: FastifyPluginAsyncZod = async (app) => {
       const { skip, limit, amount_currency } = request.query;
       const filter: Record<string, unknown> = live(request.organizationId);
       if (amount_currency !== undefined) filter.amount_currency = amount_currency;
-      return listPage(reply, AddOn, filter, { skip, limit }, toAddOn);
+      return listPage(reply, AddOn, filter, { skip, limit }, toAddOnResource);
     },
   );
 
   app.get(
     '/add_ons/:id',
     { schema: { tags, summary: 'Get an add-on by id or code', params: idParams, response: responses({ 200: addOnResource }) } },
-    async (request) => toAddOn(await findByIdOrCode(AddOn, request.organizationId, request.params.id, what)),
+    async (request) => toAddOnResource(await findByIdOrCode(AddOn, request.organizationId, request.params.id, what)),
   );
 
   app.put(
@@ -125,11 +90,10 @@ export const addOnRoutes: FastifyPluginAsyncZod = async (app) => {
       const changes: Record<string, unknown> = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
       if (amount_cents !== undefined) changes.amount_cents = toDecimal128(amount_cents);
       const updated = await uniqueWrite(
-        () => AddOn.findOneAndUpdate({ _id: current._id, ...live(organizationId) }, { $set: changes }, { returnDocument: 'after' }).lean(),
+        () => updateLive(AddOn, organizationId, current._id, changes, what),
         `An add-on with code "${String(rest.code)}" already exists`,
       );
-      if (!updated) throw new NotFound('Add-on not found', what.code);
-      return toAddOn(updated);
+      return toAddOnResource(updated);
     },
   );
 
@@ -139,13 +103,7 @@ export const addOnRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       const organizationId = request.organizationId;
       const current = await findByIdOrCode(AddOn, organizationId, request.params.id, what);
-      const deleted = await AddOn.findOneAndUpdate(
-        { _id: current._id, ...live(organizationId) },
-        { $set: { deleted_at: app.deps.now() } },
-        { returnDocument: 'after' },
-      ).lean();
-      if (!deleted) throw new NotFound('Add-on not found', what.code);
-      return toAddOn(deleted);
+      return toAddOnResource(await softDelete(AddOn, organizationId, current._id, app.deps.now(), what));
     },
   );
 };

@@ -1,12 +1,12 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { BillableMetricDoc, BillableMetricFilter } from '../../db/models/billable-metric';
-import { AGGREGATION_TYPES, ROUNDING_FUNCTIONS } from '../../domain/aggregation/metric';
+import type { BillableMetricFilter } from '../../db/models/billable-metric';
+import { AGGREGATION_TYPES } from '../../domain/aggregation/metric';
 import { aggregationSettingsFields, aggregationSettingsSchema, checkAggregationSettings } from '../../domain/aggregation/schema';
-import { BadRequest, NotFound, Validation } from '../../errors';
-import { findByIdOrCode, listPage, live, uniqueWrite } from '../catalog';
+import { BadRequest, Validation } from '../../errors';
+import { findByIdOrCode, listPage, live, softDelete, uniqueWrite, updateLive } from '../catalog';
 import { idParams, listQuery, responses } from '../http';
-import { iso, nullableTimestamp, timestamp } from '../../resources/format';
+import { billableMetricResource, toBillableMetricResource } from '../../resources/billable-metric';
 
 /** A charge filter value meaning "every value the metric declares for this key" (lago-reference.md 1.4). */
 const ALL_FILTER_VALUES = '__ALL_FILTER_VALUES__';
@@ -66,46 +66,6 @@ const updateMetricBody = z.strictObject({
   rounding_precision: settings.rounding_precision,
   filters: metricFilters.optional(),
 });
-
-export const billableMetricResource = z
-  .object({
-    id: z.string(),
-    organization_id: z.string(),
-    code: z.string(),
-    name: z.string(),
-    description: z.string().nullable(),
-    aggregation_type: z.enum(AGGREGATION_TYPES),
-    field_name: z.string().nullable(),
-    recurring: z.boolean(),
-    expression: z.string().nullable(),
-    rounding_function: z.enum(ROUNDING_FUNCTIONS).nullable(),
-    rounding_precision: z.number().int().nullable(),
-    filters: z.array(z.object({ key: z.string(), values: z.array(z.string()) })),
-    deleted_at: nullableTimestamp,
-    created_at: timestamp,
-    updated_at: timestamp,
-  })
-  .meta({ id: 'BillableMetric' });
-
-export function toBillableMetric(doc: BillableMetricDoc): z.output<typeof billableMetricResource> {
-  return {
-    id: doc._id,
-    organization_id: doc.organization_id,
-    code: doc.code,
-    name: doc.name,
-    description: doc.description ?? null,
-    aggregation_type: doc.aggregation_type,
-    field_name: doc.field_name ?? null,
-    recurring: doc.recurring,
-    expression: doc.expression ?? null,
-    rounding_function: doc.rounding_function ?? null,
-    rounding_precision: doc.rounding_precision ?? null,
-    filters: (doc.filters ?? []).map((f) => ({ key: f.key, values: [...f.values] })),
-    deleted_at: iso(doc.deleted_at),
-    created_at: iso(doc.created_at),
-    updated_at: iso(doc.updated_at),
-  };
-}
 
 /** A blank expression means none (as the aggregation treats it); store null rather than "  ". */
 function normalizedExpression(expression: string | null | undefined): string | null {
@@ -185,7 +145,7 @@ export const billableMetricRoutes: FastifyPluginAsyncZod = async (app) => {
         () => BillableMetric.create({ ...body, expression: normalizedExpression(body.expression), organization_id: request.organizationId }),
         `A billable metric with code "${body.code}" already exists`,
       );
-      return reply.status(201).send(toBillableMetric(metric.toObject()));
+      return reply.status(201).send(toBillableMetricResource(metric.toObject()));
     },
   );
 
@@ -207,7 +167,7 @@ export const billableMetricRoutes: FastifyPluginAsyncZod = async (app) => {
       const filter: Record<string, unknown> = live(request.organizationId);
       if (aggregation_type !== undefined) filter.aggregation_type = aggregation_type;
       if (recurring !== undefined) filter.recurring = recurring;
-      return listPage(reply, BillableMetric, filter, { skip, limit }, toBillableMetric);
+      return listPage(reply, BillableMetric, filter, { skip, limit }, toBillableMetricResource);
     },
   );
 
@@ -216,7 +176,7 @@ export const billableMetricRoutes: FastifyPluginAsyncZod = async (app) => {
     {
       schema: { tags, summary: 'Get a billable metric by id or code', params: idParams, response: responses({ 200: billableMetricResource }) },
     },
-    async (request) => toBillableMetric(await findByIdOrCode(BillableMetric, request.organizationId, request.params.id, what)),
+    async (request) => toBillableMetricResource(await findByIdOrCode(BillableMetric, request.organizationId, request.params.id, what)),
   );
 
   app.put(
@@ -263,16 +223,10 @@ export const billableMetricRoutes: FastifyPluginAsyncZod = async (app) => {
       }
 
       const updated = await uniqueWrite(
-        () =>
-          BillableMetric.findOneAndUpdate(
-            { _id: current._id, ...live(organizationId) },
-            { $set: changes },
-            { returnDocument: 'after' },
-          ).lean(),
+        () => updateLive(BillableMetric, organizationId, current._id, changes, what),
         `A billable metric with code "${changes.code}" already exists`,
       );
-      if (!updated) throw new NotFound('Billable metric not found', what.code);
-      return toBillableMetric(updated);
+      return toBillableMetricResource(updated);
     },
   );
 
@@ -291,13 +245,7 @@ export const billableMetricRoutes: FastifyPluginAsyncZod = async (app) => {
       const current = await findByIdOrCode(BillableMetric, organizationId, request.params.id, what);
       const users = await livePlansUsing(organizationId, current._id);
       if (users.length > 0) throw inUse('The billable metric cannot be deleted', users);
-      const deleted = await BillableMetric.findOneAndUpdate(
-        { _id: current._id, ...live(organizationId) },
-        { $set: { deleted_at: app.deps.now() } },
-        { returnDocument: 'after' },
-      ).lean();
-      if (!deleted) throw new NotFound('Billable metric not found', what.code);
-      return toBillableMetric(deleted);
+      return toBillableMetricResource(await softDelete(BillableMetric, organizationId, current._id, app.deps.now(), what));
     },
   );
 };

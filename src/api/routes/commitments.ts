@@ -1,14 +1,12 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { COMMITMENT_TYPES, type CommitmentDoc } from '../../db/models/commitment';
-import { NotFound } from '../../errors';
-import { listPage, uniqueWrite } from '../catalog';
+import { deleteOr404, findOfLivePlan, listPage, uniqueWrite, updateOr404 } from '../catalog';
 import { decimalInput } from '../decimal';
-import { d4, decimal4 } from '../../resources/format';
 import { toDecimal128 } from '../../db/decimal';
 import { idParams, listQuery, responses } from '../http';
-import { iso, timestamp } from '../../resources/format';
 import { findPlan } from './plans';
+import { commitmentResource, toCommitmentResource } from '../../resources/commitment';
 
 const commitmentFields = {
   commitment_type: z.enum(COMMITMENT_TYPES),
@@ -30,31 +28,7 @@ const updateCommitmentBody = z.strictObject({
   invoice_display_name: commitmentFields.invoice_display_name.optional(),
 });
 
-export const commitmentResource = z
-  .object({
-    id: z.string(),
-    organization_id: z.string(),
-    plan_id: z.string(),
-    commitment_type: z.enum(COMMITMENT_TYPES),
-    amount_cents: decimal4,
-    invoice_display_name: z.string().nullable(),
-    created_at: timestamp,
-    updated_at: timestamp,
-  })
-  .meta({ id: 'Commitment' });
-
-export function toCommitment(doc: CommitmentDoc): z.output<typeof commitmentResource> {
-  return {
-    id: doc._id,
-    organization_id: doc.organization_id,
-    plan_id: doc.plan_id,
-    commitment_type: doc.commitment_type,
-    amount_cents: d4(doc.amount_cents),
-    invoice_display_name: doc.invoice_display_name ?? null,
-    created_at: iso(doc.created_at),
-    updated_at: iso(doc.updated_at),
-  };
-}
+const what = { name: 'Commitment', code: 'commitment_not_found' };
 
 // The specification's Commitment: a plan's minimum spend, one per plan. Deleting it removes the
 // document (it has no life of its own beyond the plan).
@@ -63,13 +37,8 @@ export const commitmentRoutes: FastifyPluginAsyncZod = async (app) => {
   const tags = ['plans'];
 
   /** A commitment of the organization whose plan is live (a deleted plan's commitment is gone too). */
-  async function findCommitment(organizationId: string, id: string): Promise<CommitmentDoc> {
-    const commitment = await Commitment.findOne({ _id: id, organization_id: organizationId }).lean();
-    const planIsLive = commitment
-      ? await Plan.exists({ _id: commitment.plan_id, organization_id: organizationId, deleted_at: null })
-      : null;
-    if (!commitment || !planIsLive) throw new NotFound('Commitment not found', 'commitment_not_found');
-    return commitment;
+  function findCommitment(organizationId: string, id: string): Promise<CommitmentDoc> {
+    return findOfLivePlan(Commitment, Plan, organizationId, id, what);
   }
 
   app.post(
@@ -91,7 +60,7 @@ export const commitmentRoutes: FastifyPluginAsyncZod = async (app) => {
         () => Commitment.create({ ...body, amount_cents: toDecimal128(amount_cents), plan_id: plan._id, organization_id: organizationId }),
         `The plan "${plan.code}" already has a commitment; change it with PUT /v1/commitments/{id}`,
       );
-      return reply.status(201).send(toCommitment(commitment.toObject()));
+      return reply.status(201).send(toCommitmentResource(commitment.toObject()));
     },
   );
 
@@ -110,7 +79,7 @@ export const commitmentRoutes: FastifyPluginAsyncZod = async (app) => {
       const organizationId = request.organizationId;
       const plan = await findPlan(app, organizationId, request.params.id);
       const { skip, limit } = request.query;
-      return listPage(reply, Commitment, { organization_id: organizationId, plan_id: plan._id }, { skip, limit }, toCommitment);
+      return listPage(reply, Commitment, { organization_id: organizationId, plan_id: plan._id }, { skip, limit }, toCommitmentResource);
     },
   );
 
@@ -131,13 +100,7 @@ export const commitmentRoutes: FastifyPluginAsyncZod = async (app) => {
       const { amount_cents, ...rest } = request.body;
       const changes: Record<string, unknown> = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
       if (amount_cents !== undefined) changes.amount_cents = toDecimal128(amount_cents);
-      const updated = await Commitment.findOneAndUpdate(
-        { _id: current._id, organization_id: organizationId },
-        { $set: changes },
-        { returnDocument: 'after' },
-      ).lean();
-      if (!updated) throw new NotFound('Commitment not found', 'commitment_not_found');
-      return toCommitment(updated);
+      return toCommitmentResource(await updateOr404(Commitment, { _id: current._id, organization_id: organizationId }, changes, what));
     },
   );
 
@@ -147,9 +110,7 @@ export const commitmentRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       const organizationId = request.organizationId;
       const current = await findCommitment(organizationId, request.params.id);
-      const deleted = await Commitment.findOneAndDelete({ _id: current._id, organization_id: organizationId }).lean();
-      if (!deleted) throw new NotFound('Commitment not found', 'commitment_not_found');
-      return toCommitment(deleted);
+      return toCommitmentResource(await deleteOr404(Commitment, organizationId, current._id, what));
     },
   );
 };

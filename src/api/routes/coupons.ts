@@ -3,16 +3,14 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { isDuplicateKeyError } from '../../db';
 import { newId } from '../../db/base';
-import type { AppliedCouponDoc } from '../../db/models/applied-coupon';
 import { COUPON_FREQUENCIES, COUPON_TYPES, type CouponDoc } from '../../db/models/coupon';
 import type { CouponFrequency, CouponType } from '../../domain/coupons';
 import { BadRequest, Conflict, type FieldError, NotFound, Validation } from '../../errors';
 import { listPage, uniqueWrite } from '../catalog';
 import { decimalInput } from '../decimal';
-import { d4OrNull, decimal4 } from '../../resources/format';
-import { fromDecimal128, toDecimal128 } from '../../db/decimal';
+import { toDecimal128 } from '../../db/decimal';
 import { currencyCode, idParams, isoDateTimeInput, listQuery, responses } from '../http';
-import { iso, nullableTimestamp, timestamp } from '../../resources/format';
+import { appliedCouponResource, couponResource, toAppliedCouponResource, toCouponResource } from '../../resources/coupon';
 import { customerLookup } from '../../db/models/customer';
 
 const code = z.string().trim().min(1).max(255);
@@ -71,100 +69,6 @@ const applyCouponBody = z.strictObject({
 });
 
 const statusQuery = z.enum(['active', 'terminated']).optional();
-
-/** A percentage as plain decimal text ("12.5"), as api-contract.md serializes rates. */
-function plainDecimal(value: unknown): string | null {
-  const d = fromDecimal128(value);
-  return d === null ? null : d.toFixed();
-}
-
-export const couponResource = z
-  .object({
-    id: z.string(),
-    organization_id: z.string(),
-    code: z.string(),
-    name: z.string(),
-    description: z.string().nullable(),
-    coupon_type: z.enum(COUPON_TYPES),
-    amount_cents: decimal4.nullable(),
-    amount_currency: z.string().nullable(),
-    percentage_rate: z.string().nullable().describe('plain decimal text, "12.5" = 12.5 %'),
-    frequency: z.enum(COUPON_FREQUENCIES),
-    frequency_duration: z.number().int().nullable(),
-    reusable: z.boolean(),
-    expiration_at: nullableTimestamp,
-    status: z.enum(['active', 'terminated']),
-    terminated_at: nullableTimestamp,
-    deleted_at: nullableTimestamp,
-    created_at: timestamp,
-    updated_at: timestamp,
-  })
-  .meta({ id: 'Coupon' });
-
-export const appliedCouponResource = z
-  .object({
-    id: z.string(),
-    organization_id: z.string(),
-    coupon_id: z.string(),
-    coupon_code: z.string(),
-    coupon_type: z.enum(COUPON_TYPES),
-    customer_id: z.string(),
-    amount_cents: decimal4.nullable(),
-    amount_currency: z.string().nullable(),
-    percentage_rate: z.string().nullable(),
-    frequency: z.enum(COUPON_FREQUENCIES),
-    frequency_duration: z.number().int().nullable(),
-    frequency_duration_remaining: z.number().int().nullable(),
-    status: z.enum(['active', 'terminated']),
-    terminated_at: nullableTimestamp,
-    created_at: timestamp,
-    updated_at: timestamp,
-  })
-  .meta({ id: 'AppliedCoupon' });
-
-export function toCoupon(doc: CouponDoc): z.output<typeof couponResource> {
-  return {
-    id: doc._id,
-    organization_id: doc.organization_id,
-    code: doc.code,
-    name: doc.name,
-    description: doc.description ?? null,
-    coupon_type: doc.coupon_type,
-    amount_cents: d4OrNull(doc.amount_cents),
-    amount_currency: doc.amount_currency ?? null,
-    percentage_rate: plainDecimal(doc.percentage_rate),
-    frequency: doc.frequency,
-    frequency_duration: doc.frequency_duration ?? null,
-    reusable: doc.reusable,
-    expiration_at: iso(doc.expiration_at),
-    status: doc.status,
-    terminated_at: iso(doc.terminated_at),
-    deleted_at: iso(doc.deleted_at),
-    created_at: iso(doc.created_at),
-    updated_at: iso(doc.updated_at),
-  };
-}
-
-export function toAppliedCoupon(doc: AppliedCouponDoc): z.output<typeof appliedCouponResource> {
-  return {
-    id: doc._id,
-    organization_id: doc.organization_id,
-    coupon_id: doc.coupon_id,
-    coupon_code: doc.coupon_code,
-    coupon_type: doc.coupon_type,
-    customer_id: doc.customer_id,
-    amount_cents: d4OrNull(doc.amount_cents),
-    amount_currency: doc.amount_currency ?? null,
-    percentage_rate: plainDecimal(doc.percentage_rate),
-    frequency: doc.frequency,
-    frequency_duration: doc.frequency_duration ?? null,
-    frequency_duration_remaining: doc.frequency_duration_remaining ?? null,
-    status: doc.status,
-    terminated_at: iso(doc.terminated_at),
-    created_at: iso(doc.created_at),
-    updated_at: iso(doc.updated_at),
-  };
-}
 
 interface CouponTerms {
   coupon_type: CouponType;
@@ -246,7 +150,7 @@ export const couponRoutes: FastifyPluginAsyncZod = async (app) => {
           }),
         `An active coupon with code "${body.code}" already exists`,
       );
-      return reply.status(201).send(toCoupon(coupon.toObject()));
+      return reply.status(201).send(toCouponResource(coupon.toObject()));
     },
   );
 
@@ -264,14 +168,14 @@ export const couponRoutes: FastifyPluginAsyncZod = async (app) => {
       const { skip, limit, status } = request.query;
       const filter: Record<string, unknown> = { organization_id: request.organizationId, deleted_at: null };
       if (status !== undefined) filter.status = status;
-      return listPage(reply, Coupon, filter, { skip, limit }, toCoupon);
+      return listPage(reply, Coupon, filter, { skip, limit }, toCouponResource);
     },
   );
 
   app.get(
     '/coupons/:id',
     { schema: { tags, summary: 'Get a coupon by id or code', params: idParams, response: responses({ 200: couponResource }) } },
-    async (request) => toCoupon(await findCoupon(request.organizationId, request.params.id)),
+    async (request) => toCouponResource(await findCoupon(request.organizationId, request.params.id)),
   );
 
   app.put(
@@ -314,7 +218,7 @@ export const couponRoutes: FastifyPluginAsyncZod = async (app) => {
         `An active coupon with code "${String(body.code)}" already exists`,
       );
       if (!updated) throw couponNotFound(request.params.id);
-      return toCoupon(updated);
+      return toCouponResource(updated);
     },
   );
 
@@ -331,7 +235,7 @@ export const couponRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       const organizationId = request.organizationId;
       const current = await findCoupon(organizationId, request.params.id);
-      if (current.status === 'terminated') return toCoupon(current);
+      if (current.status === 'terminated') return toCouponResource(current);
       const now = app.deps.now();
       const terminated = await Coupon.findOneAndUpdate(
         { _id: current._id, organization_id: organizationId, status: 'active' },
@@ -339,7 +243,7 @@ export const couponRoutes: FastifyPluginAsyncZod = async (app) => {
         { returnDocument: 'after' },
       ).lean();
       // Terminated meanwhile by someone else: the answer is the same.
-      return toCoupon(terminated ?? (await findCoupon(organizationId, current._id)));
+      return toCouponResource(terminated ?? (await findCoupon(organizationId, current._id)));
     },
   );
 
@@ -412,7 +316,7 @@ export const couponRoutes: FastifyPluginAsyncZod = async (app) => {
         });
       try {
         const applied = await create();
-        return reply.status(201).send(toAppliedCoupon(applied.toObject()));
+        return reply.status(201).send(toAppliedCouponResource(applied.toObject()));
       } catch (err) {
         if (!isDuplicateKeyError(err)) throw err;
         // The coupon's key is held. By an active application: a true duplicate. By one that was
@@ -423,7 +327,7 @@ export const couponRoutes: FastifyPluginAsyncZod = async (app) => {
           (await AppliedCoupon.updateOne({ _id: holder._id, exclusive_key: coupon._id }, { $set: { exclusive_key: holder._id } })).modifiedCount === 1;
         if (released) {
           const applied = await uniqueWrite(create, `The coupon "${coupon.code}" is not reusable and is already applied`);
-          return reply.status(201).send(toAppliedCoupon(applied.toObject()));
+          return reply.status(201).send(toAppliedCouponResource(applied.toObject()));
         }
         throw new Conflict(`The coupon "${coupon.code}" is not reusable and is already applied`);
       }
@@ -448,7 +352,7 @@ export const couponRoutes: FastifyPluginAsyncZod = async (app) => {
       const { skip, limit, status } = request.query;
       const filter: Record<string, unknown> = { organization_id: organizationId, customer_id: customer._id };
       if (status !== undefined) filter.status = status;
-      return listPage(reply, AppliedCoupon, filter, { skip, limit }, toAppliedCoupon);
+      return listPage(reply, AppliedCoupon, filter, { skip, limit }, toAppliedCouponResource);
     },
   );
 
@@ -466,14 +370,14 @@ export const couponRoutes: FastifyPluginAsyncZod = async (app) => {
       const organizationId = request.organizationId;
       const current = await AppliedCoupon.findOne({ _id: request.params.id, organization_id: organizationId }).lean();
       if (!current) throw new NotFound('Applied coupon not found', 'applied_coupon_not_found');
-      if (current.status === 'terminated') return toAppliedCoupon(current);
+      if (current.status === 'terminated') return toAppliedCouponResource(current);
       // Releasing the exclusive key lets a coupon that is not reusable be applied again.
       const terminated = await AppliedCoupon.findOneAndUpdate(
         { _id: current._id, organization_id: organizationId, status: 'active' },
         { $set: { status: 'terminated', terminated_at: app.deps.now(), exclusive_key: current._id } },
         { returnDocument: 'after' },
       ).lean();
-      return toAppliedCoupon(terminated ?? (await AppliedCoupon.findById(current._id).lean()) ?? current);
+      return toAppliedCouponResource(terminated ?? (await AppliedCoupon.findById(current._id).lean()) ?? current);
     },
   );
 };

@@ -1,13 +1,13 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { QueryFilter } from 'mongoose';
 import { z } from 'zod';
 import { isDuplicateKeyError } from '../../db';
-import { customerLookup, type CustomerDoc } from '../../db/models/customer';
-import { BadRequest, Conflict, NotFound, Validation } from '../../errors';
+import type { CustomerDoc } from '../../db/models/customer';
+import { BadRequest, Conflict, Validation } from '../../errors';
 import { customerNow } from '../../test-clocks/time';
 import { emitEvent } from '../../webhooks/emit-event';
-import { currencyCode, email, ianaTimezone, idParams, listQuery, responses, sendList } from '../http';
-import { iso, nullableTimestamp, timestamp } from '../../resources/format';
+import { findLive, listPage, live, notFound, softDelete, updateLive } from '../catalog';
+import { currencyCode, email, ianaTimezone, idParams, listQuery, responses } from '../http';
+import { customerResource, toCustomerResource } from '../../resources/customer';
 
 const billingMetadata = z
   .record(z.string().min(1).max(255), z.union([z.string().max(1000), z.number(), z.boolean()]))
@@ -43,52 +43,16 @@ const updateCustomerBody = z
   })
   .extend({ test_clock_id: testClockId.optional().describe('immutable: accepted only when unchanged') });
 
-export const customerResource = z
-  .object({
-    id: z.string(),
-    organization_id: z.string(),
-    external_id: z.string(),
-    name: z.string().nullable(),
-    email: z.string().nullable(),
-    currency: z.string(),
-    billing_metadata: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
-    net_payment_term: z.number().int().nullable(),
-    invoice_grace_period: z.number().int().nullable(),
-    timezone: z.string().nullable(),
-    test_clock_id: z.string().nullable(),
-    deleted_at: nullableTimestamp,
-    created_at: timestamp,
-    updated_at: timestamp,
-  })
-  .meta({ id: 'Customer' });
-
-export function toCustomer(doc: CustomerDoc): z.output<typeof customerResource> {
-  return {
-    id: doc._id,
-    organization_id: doc.organization_id,
-    external_id: doc.external_id,
-    name: doc.name ?? null,
-    email: doc.email ?? null,
-    currency: doc.currency,
-    billing_metadata: doc.billing_metadata ?? {},
-    net_payment_term: doc.net_payment_term ?? null,
-    invoice_grace_period: doc.invoice_grace_period ?? null,
-    timezone: doc.timezone ?? null,
-    test_clock_id: doc.test_clock_id ?? null,
-    deleted_at: iso(doc.deleted_at),
-    created_at: iso(doc.created_at),
-    updated_at: iso(doc.updated_at),
-  };
-}
+const customerName = { name: 'Customer', code: 'customer_not_found' };
+const testClockName = { name: 'Test clock', code: 'test_clock_not_found' };
 
 export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
   const { Customer, Organization, TestClock } = app.deps.db.models;
   const tags = ['customers'];
 
-  async function findCustomer(organizationId: string, id: string): Promise<CustomerDoc> {
-    const customer = await Customer.findOne(customerLookup(organizationId, id)).lean();
-    if (!customer) throw new NotFound('Customer not found', 'customer_not_found');
-    return customer;
+  /** A live customer of the organization, by id or external_id (api-contract.md). */
+  function findCustomer(organizationId: string, id: string): Promise<CustomerDoc> {
+    return findLive(Customer, organizationId, id, customerName, ['external_id']);
   }
 
   app.post(
@@ -98,7 +62,7 @@ export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
       const body = request.body;
       if (body.test_clock_id) {
         const clock = await TestClock.exists({ _id: body.test_clock_id, organization_id: request.organizationId, deleted_at: null });
-        if (!clock) throw new NotFound('Test clock not found', 'test_clock_not_found');
+        if (!clock) throw notFound(testClockName);
       }
       let currency = body.currency;
       if (!currency) {
@@ -107,7 +71,7 @@ export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
       }
       try {
         const customer = (await Customer.create({ ...body, currency, organization_id: request.organizationId })).toObject();
-        const resource = toCustomer(customer);
+        const resource = toCustomerResource(customer);
         // A test clock's customer is announced at the clock's time, like everything of it.
         const occurredAt = await customerNow(app.deps.db, customer, customer.created_at);
         // The customer exists whatever happens next: a failure to announce it is logged, not
@@ -151,20 +115,16 @@ export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request, reply) => {
       const { skip, limit, external_id } = request.query;
-      const filter: QueryFilter<CustomerDoc> = { organization_id: request.organizationId, deleted_at: null };
+      const filter: Record<string, unknown> = live(request.organizationId);
       if (external_id !== undefined) filter.external_id = external_id;
-      const [customers, total] = await Promise.all([
-        Customer.find(filter).sort({ created_at: -1, _id: -1 }).skip(skip).limit(limit).lean(),
-        Customer.countDocuments(filter),
-      ]);
-      return sendList(reply, customers.map(toCustomer), total);
+      return listPage(reply, Customer, filter, { skip, limit }, toCustomerResource);
     },
   );
 
   app.get(
     '/customers/:id',
     { schema: { tags, summary: 'Get a customer by id or external_id', params: idParams, response: responses({ 200: customerResource }) } },
-    async (request) => toCustomer(await findCustomer(request.organizationId, request.params.id)),
+    async (request) => toCustomerResource(await findCustomer(request.organizationId, request.params.id)),
   );
 
   app.put(
@@ -187,13 +147,7 @@ export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
       if (test_clock_id !== undefined && test_clock_id !== (current.test_clock_id ?? null)) {
         throw Validation.field('test_clock_id', 'is immutable');
       }
-      const updated = await Customer.findOneAndUpdate(
-        { _id: current._id, organization_id: request.organizationId, deleted_at: null },
-        { $set: changes },
-        { returnDocument: 'after' },
-      ).lean();
-      if (!updated) throw new NotFound('Customer not found', 'customer_not_found');
-      return toCustomer(updated);
+      return toCustomerResource(await updateLive(Customer, request.organizationId, current._id, changes, customerName));
     },
   );
 
@@ -209,21 +163,15 @@ export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       const current = await findCustomer(request.organizationId, request.params.id);
-      const live = await app.deps.db.models.Subscription.countDocuments({
+      const running = await app.deps.db.models.Subscription.countDocuments({
         organization_id: request.organizationId,
         customer_id: current._id,
         status: { $in: ['pending', 'active'] },
       });
-      if (live > 0) {
+      if (running > 0) {
         throw new BadRequest('The customer has pending or active subscriptions; terminate them first', 'customer_has_active_subscriptions');
       }
-      const deleted = await Customer.findOneAndUpdate(
-        { _id: current._id, organization_id: request.organizationId, deleted_at: null },
-        { $set: { deleted_at: app.deps.now() } },
-        { returnDocument: 'after' },
-      ).lean();
-      if (!deleted) throw new NotFound('Customer not found', 'customer_not_found');
-      return toCustomer(deleted);
+      return toCustomerResource(await softDelete(Customer, request.organizationId, current._id, app.deps.now(), customerName));
     },
   );
 };

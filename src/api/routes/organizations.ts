@@ -2,11 +2,10 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { newId } from '../../db/base';
-import type { ApiKeyDoc } from '../../db/models/api-key';
-import type { OrganizationDoc } from '../../db/models/organization';
 import { NotFound, Unauthorized, Validation } from '../../errors';
-import { currencyCode, email, ianaTimezone, idParams, isoDateTimeInput, listQuery, responses, sendList } from '../http';
-import { iso, nullableTimestamp, timestamp } from '../../resources/format';
+import { listPage } from '../catalog';
+import { currencyCode, email, ianaTimezone, idParams, isoDateTimeInput, listQuery, responses } from '../http';
+import { apiKeyResource, apiKeyWithRawKey, organizationResource, toApiKeyResource, toOrganizationResource } from '../../resources/organization';
 import { API_KEY_PREFIX, bearerToken, hashApiKey } from '../plugins/auth';
 
 const optionalText = (max: number) => z.string().max(max).nullable().optional();
@@ -52,82 +51,6 @@ const updateOrganizationBody = z.strictObject(
     [K in keyof typeof organizationFields]: z.ZodOptional<(typeof organizationFields)[K]>;
   },
 );
-
-export const organizationResource = z
-  .object({
-    id: z.string(),
-    name: z.string(),
-    default_currency: z.string(),
-    timezone: z.string(),
-    net_payment_term: z.number().int(),
-    invoice_grace_period: z.number().int(),
-    document_number_prefix: z.string(),
-    email: z.string().nullable(),
-    legal_name: z.string().nullable(),
-    address_line1: z.string().nullable(),
-    address_line2: z.string().nullable(),
-    city: z.string().nullable(),
-    zipcode: z.string().nullable(),
-    state: z.string().nullable(),
-    country: z.string().nullable(),
-    events_rate_limit_per_minute: z.number().int(),
-    created_at: timestamp,
-    updated_at: timestamp,
-  })
-  .meta({ id: 'Organization' });
-
-export const apiKeyResource = z
-  .object({
-    id: z.string(),
-    organization_id: z.string(),
-    name: z.string().nullable(),
-    key_prefix: z.string(),
-    status: z.enum(['active', 'revoked']),
-    expires_at: nullableTimestamp,
-    last_used_at: nullableTimestamp,
-    created_at: timestamp,
-    updated_at: timestamp,
-  })
-  .meta({ id: 'ApiKey' });
-
-const apiKeyWithRawKey = apiKeyResource.extend({ raw_key: z.string() }).meta({ id: 'ApiKeyWithRawKey' });
-
-export function toOrganization(doc: OrganizationDoc): z.output<typeof organizationResource> {
-  return {
-    id: doc._id,
-    name: doc.name,
-    default_currency: doc.default_currency,
-    timezone: doc.timezone,
-    net_payment_term: doc.net_payment_term,
-    invoice_grace_period: doc.invoice_grace_period,
-    document_number_prefix: doc.document_number_prefix,
-    email: doc.email ?? null,
-    legal_name: doc.legal_name ?? null,
-    address_line1: doc.address_line1 ?? null,
-    address_line2: doc.address_line2 ?? null,
-    city: doc.city ?? null,
-    zipcode: doc.zipcode ?? null,
-    state: doc.state ?? null,
-    country: doc.country ?? null,
-    events_rate_limit_per_minute: doc.events_rate_limit_per_minute,
-    created_at: iso(doc.created_at),
-    updated_at: iso(doc.updated_at),
-  };
-}
-
-export function toApiKey(doc: ApiKeyDoc): z.output<typeof apiKeyResource> {
-  return {
-    id: doc._id,
-    organization_id: doc.organization_id,
-    name: doc.name ?? null,
-    key_prefix: doc.key_prefix,
-    status: doc.status,
-    expires_at: iso(doc.expires_at),
-    last_used_at: iso(doc.last_used_at),
-    created_at: iso(doc.created_at),
-    updated_at: iso(doc.updated_at),
-  };
-}
 
 /** `bsk_live_` + 43 url-safe characters (256 random bits). Only its SHA-256 is stored. */
 function generateRawKey(): string {
@@ -176,7 +99,7 @@ export const signupRoutes: FastifyPluginAsyncZod = async (app) => {
       });
       return reply
         .status(201)
-        .send({ ...toOrganization(organization.toObject()), api_key: { ...toApiKey(key.toObject()), raw_key: rawKey } });
+        .send({ ...toOrganizationResource(organization.toObject()), api_key: { ...toApiKeyResource(key.toObject()), raw_key: rawKey } });
     },
   );
 };
@@ -192,7 +115,7 @@ export const organizationRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       const organization = await Organization.findById(request.organizationId).lean();
       if (!organization) throw new NotFound('Organization not found');
-      return toOrganization(organization);
+      return toOrganizationResource(organization);
     },
   );
 
@@ -213,7 +136,7 @@ export const organizationRoutes: FastifyPluginAsyncZod = async (app) => {
         { returnDocument: 'after', runValidators: true },
       ).lean();
       if (!organization) throw new NotFound('Organization not found');
-      return toOrganization(organization);
+      return toOrganizationResource(organization);
     },
   );
 
@@ -222,15 +145,7 @@ export const organizationRoutes: FastifyPluginAsyncZod = async (app) => {
     {
       schema: { tags, summary: 'List API keys (never the raw key)', querystring: listQuery, response: responses({ 200: z.array(apiKeyResource) }) },
     },
-    async (request, reply) => {
-      const filter = { organization_id: request.organizationId };
-      const { skip, limit } = request.query;
-      const [keys, total] = await Promise.all([
-        ApiKey.find(filter).sort({ created_at: -1, _id: -1 }).skip(skip).limit(limit).lean(),
-        ApiKey.countDocuments(filter),
-      ]);
-      return sendList(reply, keys.map(toApiKey), total);
-    },
+    async (request, reply) => listPage(reply, ApiKey, { organization_id: request.organizationId }, request.query, toApiKeyResource),
   );
 
   app.post(
@@ -257,7 +172,7 @@ export const organizationRoutes: FastifyPluginAsyncZod = async (app) => {
         key_prefix: rawKey.slice(0, API_KEY_PREFIX.length + 6),
         expires_at: expires_at ?? null,
       });
-      return reply.status(201).send({ ...toApiKey(key.toObject()), raw_key: rawKey });
+      return reply.status(201).send({ ...toApiKeyResource(key.toObject()), raw_key: rawKey });
     },
   );
 
@@ -270,7 +185,7 @@ export const organizationRoutes: FastifyPluginAsyncZod = async (app) => {
       await ApiKey.updateOne({ ...filter, status: 'active' }, { $set: { status: 'revoked', revoked_at: app.deps.now() } });
       const key = await ApiKey.findOne(filter).lean();
       if (!key) throw new NotFound('API key not found');
-      return toApiKey(key);
+      return toApiKeyResource(key);
     },
   );
 };

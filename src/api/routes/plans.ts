@@ -2,16 +2,16 @@ import type { FastifyInstance } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { newId } from '../../db/base';
-import { type ChargeDoc, type ChargeFilterDoc, PLAN_INTERVALS, type PlanDoc } from '../../db/models/plan';
-import { CHARGE_MODELS, type ChargeModel, chargePropertiesSchemas } from '../../domain/charge-models';
+import { type ChargeDoc, PLAN_INTERVALS, type PlanDoc } from '../../db/models/plan';
+import { type ChargeModel, chargePropertiesSchemas } from '../../domain/charge-models';
 import { filterKey } from '../../domain/charge-filters';
+import { chargeRuleErrors } from '../../domain/charge-rules';
 import { BadRequest, type FieldError, NotFound, Validation } from '../../errors';
-import { findByIdOrCode, listPage, live, uniqueWrite } from '../catalog';
+import { findByIdOrCode, listPage, live, softDelete, uniqueWrite, updateLive } from '../catalog';
 import { decimalInput } from '../decimal';
-import { d4OrNull, decimal4 } from '../../resources/format';
 import { toDecimal128 } from '../../db/decimal';
 import { currencyCode, idParams, listQuery, responses } from '../http';
-import { iso, nullableTimestamp, timestamp } from '../../resources/format';
+import { planResource, toPlanResource } from '../../resources/plan';
 
 const code = z.string().trim().min(1).max(255);
 const displayName = z.string().max(255).nullable();
@@ -110,92 +110,6 @@ const updatePlanBody = z.strictObject({
     .describe('replaces every charge: a charge given with its id keeps it, the others get new ids, a charge left out is removed'),
 });
 
-export const chargeFilterResource = z
-  .object({
-    id: z.string(),
-    values: z.record(z.string(), z.array(z.string())),
-    properties: z.record(z.string(), z.unknown()),
-    invoice_display_name: z.string().nullable(),
-  })
-  .meta({ id: 'PlanChargeFilter' });
-
-export const chargeResource = z
-  .object({
-    id: z.string(),
-    billable_metric_id: z.string(),
-    charge_model: z.enum(CHARGE_MODELS),
-    properties: z.record(z.string(), z.unknown()),
-    pay_in_advance: z.boolean(),
-    prorated: z.boolean(),
-    invoiceable: z.boolean(),
-    min_amount_cents: decimal4.nullable(),
-    max_amount_cents: decimal4.nullable(),
-    invoice_display_name: z.string().nullable(),
-    filters: z.array(chargeFilterResource),
-  })
-  .meta({ id: 'PlanCharge' });
-
-export const planResource = z
-  .object({
-    id: z.string(),
-    organization_id: z.string(),
-    code: z.string(),
-    name: z.string(),
-    description: z.string().nullable(),
-    interval: z.enum(PLAN_INTERVALS),
-    amount_cents: z.number().int(),
-    currency: z.string(),
-    trial_period_days: z.number().int(),
-    charges: z.array(chargeResource),
-    deleted_at: nullableTimestamp,
-    created_at: timestamp,
-    updated_at: timestamp,
-  })
-  .meta({ id: 'Plan' });
-
-function toChargeFilter(doc: ChargeFilterDoc): z.output<typeof chargeFilterResource> {
-  return {
-    id: doc._id,
-    values: doc.values,
-    properties: doc.properties ?? {},
-    invoice_display_name: doc.invoice_display_name ?? null,
-  };
-}
-
-function toCharge(doc: ChargeDoc): z.output<typeof chargeResource> {
-  return {
-    id: doc._id,
-    billable_metric_id: doc.billable_metric_id,
-    charge_model: doc.charge_model,
-    properties: doc.properties ?? {},
-    pay_in_advance: doc.pay_in_advance,
-    prorated: doc.prorated,
-    invoiceable: doc.invoiceable,
-    min_amount_cents: d4OrNull(doc.min_amount_cents),
-    max_amount_cents: d4OrNull(doc.max_amount_cents),
-    invoice_display_name: doc.invoice_display_name ?? null,
-    filters: (doc.filters ?? []).map(toChargeFilter),
-  };
-}
-
-export function toPlan(doc: PlanDoc): z.output<typeof planResource> {
-  return {
-    id: doc._id,
-    organization_id: doc.organization_id,
-    code: doc.code,
-    name: doc.name,
-    description: doc.description ?? null,
-    interval: doc.interval,
-    amount_cents: doc.amount_cents,
-    currency: doc.currency,
-    trial_period_days: doc.trial_period_days,
-    charges: (doc.charges ?? []).map(toCharge),
-    deleted_at: iso(doc.deleted_at),
-    created_at: iso(doc.created_at),
-    updated_at: iso(doc.updated_at),
-  };
-}
-
 export const planNotFound = { name: 'Plan', code: 'plan_not_found' };
 
 /** A live plan of the organization, by id or code (404 plan_not_found otherwise). */
@@ -215,84 +129,6 @@ interface MetricRow {
   recurring?: boolean;
   filters?: { key: string; values: string[] }[];
   deleted_at?: Date | null;
-}
-
-/**
- * Lago bills an event in advance as "price with it − price without it"; that needs an aggregation
- * that grows event by event. max, latest and weighted_sum do not (lago-reference.md 2.10).
- */
-const IN_ADVANCE_AGGREGATIONS = new Set(['count', 'sum', 'unique_count', 'custom']);
-/** lago-reference.md 2.10: prorated charges, in arrear. */
-const PRORATED_IN_ARREAR_MODELS = new Set<ChargeModel>(['standard', 'volume', 'graduated']);
-
-/** The rules between a charge and its metric, and between its own fields; every broken one is named. */
-function chargeRuleErrors(charge: ChargeInput, metric: MetricRow, path: string): FieldError[] {
-  const errors: FieldError[] = [];
-  const declared = new Map((metric.filters ?? []).map((f) => [f.key, new Set(f.values)]));
-  const seen = new Map<string, number>();
-  charge.filters.forEach((filter, j) => {
-    for (const [key, values] of Object.entries(filter.values)) {
-      const accepted = declared.get(key);
-      if (!accepted) {
-        const keys = [...declared.keys()].map((k) => `"${k}"`).join(', ');
-        errors.push({
-          path: `${path}.filters.${j}.values.${key}`,
-          message: `"${key}" is not a filter key of billable metric "${metric.code}" (${keys ? `its keys: ${keys}` : 'it declares no filters'})`,
-        });
-        continue;
-      }
-      values.forEach((value, k) => {
-        if (!accepted.has(value)) {
-          errors.push({
-            path: `${path}.filters.${j}.values.${key}.${k}`,
-            message: `"${value}" is not a value of filter "${key}" of billable metric "${metric.code}"`,
-          });
-        }
-      });
-    }
-    // Usage and fees are keyed by the filter's values: two filters with the same values would
-    // price the same events twice (or one of them never).
-    const key = filterKey(filter.values);
-    const first = seen.get(key);
-    if (first === undefined) seen.set(key, j);
-    else errors.push({ path: `${path}.filters.${j}.values`, message: `the same values as filters.${first}` });
-  });
-
-  const min = charge.min_amount_cents ?? null;
-  const max = charge.max_amount_cents ?? null;
-  if (min !== null && max !== null && min.gt(max)) {
-    errors.push({ path: `${path}.max_amount_cents`, message: 'must not be lower than min_amount_cents' });
-  }
-  if (charge.pay_in_advance) {
-    if (!IN_ADVANCE_AGGREGATIONS.has(metric.aggregation_type)) {
-      errors.push({
-        path: `${path}.pay_in_advance`,
-        message: `a ${metric.aggregation_type} metric cannot be billed in advance (only count, sum, unique_count and custom)`,
-      });
-    }
-    if (charge.charge_model === 'volume') {
-      errors.push({ path: `${path}.pay_in_advance`, message: 'a volume charge cannot be billed in advance' });
-    }
-    // Each event is priced on its own; a cap of the period's total has nothing to apply to.
-    if (min !== null) errors.push({ path: `${path}.min_amount_cents`, message: 'a pay-in-advance charge cannot have a minimum' });
-    if (max !== null) errors.push({ path: `${path}.max_amount_cents`, message: 'a pay-in-advance charge cannot have a maximum' });
-  }
-  if (!charge.invoiceable && !charge.pay_in_advance) {
-    errors.push({ path: `${path}.invoiceable`, message: 'only a pay-in-advance charge can be left out of invoices' });
-  }
-  if (charge.prorated) {
-    if (metric.recurring !== true) {
-      errors.push({ path: `${path}.prorated`, message: `only a charge of a recurring metric can be prorated ("${metric.code}" is not recurring)` });
-    } else if (metric.aggregation_type === 'weighted_sum') {
-      errors.push({ path: `${path}.prorated`, message: 'a weighted_sum charge cannot be prorated' });
-    } else if (charge.pay_in_advance ? charge.charge_model !== 'standard' : !PRORATED_IN_ARREAR_MODELS.has(charge.charge_model)) {
-      errors.push({
-        path: `${path}.prorated`,
-        message: 'a prorated charge must be standard when paid in advance, and standard, volume or graduated in arrear',
-      });
-    }
-  }
-  return errors;
 }
 
 /** Filter values without repeats, in the order given. */
@@ -392,7 +228,7 @@ export const planRoutes: FastifyPluginAsyncZod = async (app) => {
         () => Plan.create({ ...body, charges: built, organization_id: organizationId }),
         `A plan with code "${body.code}" already exists`,
       );
-      return reply.status(201).send(toPlan(plan.toObject()));
+      return reply.status(201).send(toPlanResource(plan.toObject()));
     },
   );
 
@@ -411,14 +247,14 @@ export const planRoutes: FastifyPluginAsyncZod = async (app) => {
       const filter: Record<string, unknown> = live(request.organizationId);
       if (interval !== undefined) filter.interval = interval;
       if (currency !== undefined) filter.currency = currency;
-      return listPage(reply, Plan, filter, { skip, limit }, toPlan);
+      return listPage(reply, Plan, filter, { skip, limit }, toPlanResource);
     },
   );
 
   app.get(
     '/plans/:id',
     { schema: { tags, summary: 'Get a plan by id or code', params: idParams, response: responses({ 200: planResource }) } },
-    async (request) => toPlan(await findPlan(app, request.organizationId, request.params.id)),
+    async (request) => toPlanResource(await findPlan(app, request.organizationId, request.params.id)),
   );
 
   app.put(
@@ -445,11 +281,10 @@ export const planRoutes: FastifyPluginAsyncZod = async (app) => {
       }
       if (charges !== undefined) changes.charges = await buildCharges(organizationId, charges, current.charges ?? []);
       const updated = await uniqueWrite(
-        () => Plan.findOneAndUpdate({ _id: current._id, ...live(organizationId) }, { $set: changes }, { returnDocument: 'after' }).lean(),
+        () => updateLive(Plan, organizationId, current._id, changes, planNotFound),
         `A plan with code "${String(rest.code)}" already exists`,
       );
-      if (!updated) throw new NotFound('Plan not found', planNotFound.code);
-      return toPlan(updated);
+      return toPlanResource(updated);
     },
   );
 
@@ -469,13 +304,7 @@ export const planRoutes: FastifyPluginAsyncZod = async (app) => {
       if (await usedBySubscriptions(organizationId, current._id)) {
         throw new BadRequest('The plan is used by pending or active subscriptions; terminate them first', 'resource_in_use');
       }
-      const deleted = await Plan.findOneAndUpdate(
-        { _id: current._id, ...live(organizationId) },
-        { $set: { deleted_at: app.deps.now() } },
-        { returnDocument: 'after' },
-      ).lean();
-      if (!deleted) throw new NotFound('Plan not found', planNotFound.code);
-      return toPlan(deleted);
+      return toPlanResource(await softDelete(Plan, organizationId, current._id, app.deps.now(), planNotFound));
     },
   );
 };

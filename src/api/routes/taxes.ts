@@ -1,13 +1,12 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { TAXABLE_TYPES, type AppliedTaxDoc, type TaxableType } from '../../db/models/applied-tax';
-import type { TaxDoc } from '../../db/models/tax';
 import { BadRequest, NotFound } from '../../errors';
-import { findByIdOrCode, listPage, live, uniqueWrite } from '../catalog';
+import { deleteOr404, findByIdOrCode, listPage, live, notFound, softDelete, uniqueWrite, updateLive } from '../catalog';
 import { decimalInput } from '../decimal';
-import { fromDecimal128, toDecimal128 } from '../../db/decimal';
+import { toDecimal128 } from '../../db/decimal';
 import { idParams, listQuery, responses, sendList } from '../http';
-import { iso, nullableTimestamp, timestamp } from '../../resources/format';
+import { appliedTaxResource, taxResource, toAppliedTaxResource, toTaxResource } from '../../resources/tax';
 import { customerLookup } from '../../db/models/customer';
 
 const code = z.string().trim().min(1).max(255);
@@ -44,40 +43,6 @@ const updateTaxBody = z.strictObject({
   category: taxFields.category.optional(),
 });
 
-export const taxResource = z
-  .object({
-    id: z.string(),
-    organization_id: z.string(),
-    code: z.string(),
-    name: z.string(),
-    rate: z.string().describe('a plain decimal fraction, e.g. "0.2"'),
-    applied_to_organization: z.boolean(),
-    description: z.string().nullable(),
-    category: z.string().nullable(),
-    deleted_at: nullableTimestamp,
-    created_at: timestamp,
-    updated_at: timestamp,
-  })
-  .meta({ id: 'Tax' });
-
-export function toTax(doc: TaxDoc): z.output<typeof taxResource> {
-  const value = fromDecimal128(doc.rate);
-  return {
-    id: doc._id,
-    organization_id: doc.organization_id,
-    code: doc.code,
-    name: doc.name,
-    // Plain decimal text, normalized: "0.20" and 0.2 are both "0.2".
-    rate: value === null || value.isZero() ? '0' : value.toFixed(),
-    applied_to_organization: doc.applied_to_organization,
-    description: doc.description ?? null,
-    category: doc.category ?? null,
-    deleted_at: iso(doc.deleted_at),
-    created_at: iso(doc.created_at),
-    updated_at: iso(doc.updated_at),
-  };
-}
-
 const applyTaxBody = z.strictObject({
   tax_code: code.describe('the code (or id) of the tax'),
   taxable_type: z.enum(TAXABLE_TYPES),
@@ -89,28 +54,6 @@ const applyTaxBody = z.strictObject({
     .describe('customer: id or external_id; plan: id or code; charge: id; add_on: id or code'),
 });
 
-export const appliedTaxResource = z
-  .object({
-    id: z.string(),
-    tax_id: z.string(),
-    tax_code: z.string(),
-    taxable_type: z.enum(TAXABLE_TYPES),
-    taxable_id: z.string(),
-    created_at: timestamp,
-  })
-  .meta({ id: 'AppliedTax' });
-
-export function toAppliedTax(doc: AppliedTaxDoc, taxCode: string): z.output<typeof appliedTaxResource> {
-  return {
-    id: doc._id,
-    tax_id: doc.tax_id,
-    tax_code: taxCode,
-    taxable_type: doc.taxable_type,
-    taxable_id: doc.taxable_id,
-    created_at: iso(doc.created_at),
-  };
-}
-
 /** The shape of the `plans` documents this module reads (the plans module owns them). */
 interface PlanRow {
   _id: string;
@@ -120,6 +63,7 @@ interface PlanRow {
 const booleanQuery = z.enum(['true', 'false']).transform((v) => v === 'true');
 
 const what = { name: 'Tax', code: 'tax_not_found' };
+const appliedTaxName = { name: 'Applied tax', code: 'applied_tax_not_found' };
 
 const TAXABLE_NAMES: Record<TaxableType, string> = { customer: 'Customer', plan: 'Plan', charge: 'Charge', add_on: 'Add-on' };
 
@@ -187,7 +131,7 @@ export const taxRoutes: FastifyPluginAsyncZod = async (app) => {
         () => Tax.create({ ...body, rate: toDecimal128(value), organization_id: request.organizationId }),
         `A tax with code "${body.code}" already exists`,
       );
-      return reply.status(201).send(toTax(tax.toObject()));
+      return reply.status(201).send(toTaxResource(tax.toObject()));
     },
   );
 
@@ -205,7 +149,7 @@ export const taxRoutes: FastifyPluginAsyncZod = async (app) => {
       const { skip, limit, applied_to_organization } = request.query;
       const filter: Record<string, unknown> = live(request.organizationId);
       if (applied_to_organization !== undefined) filter.applied_to_organization = applied_to_organization;
-      return listPage(reply, Tax, filter, { skip, limit }, toTax);
+      return listPage(reply, Tax, filter, { skip, limit }, toTaxResource);
     },
   );
 
@@ -232,9 +176,9 @@ export const taxRoutes: FastifyPluginAsyncZod = async (app) => {
       // A delete of the tax may have run between the lookup and the insert; its link goes with it.
       if (!(await Tax.exists({ _id: tax._id, deleted_at: null }))) {
         await AppliedTax.deleteOne({ _id: link._id });
-        throw new NotFound('Tax not found', what.code);
+        throw notFound(what);
       }
-      return reply.status(201).send(toAppliedTax(link.toObject(), tax.code));
+      return reply.status(201).send(toAppliedTaxResource(link.toObject(), tax.code));
     },
   );
 
@@ -274,7 +218,7 @@ export const taxRoutes: FastifyPluginAsyncZod = async (app) => {
       const codes = await taxCodes(links.map((l) => l.tax_id));
       return sendList(
         reply,
-        links.map((l) => toAppliedTax(l, codes.get(l.tax_id) ?? '')),
+        links.map((l) => toAppliedTaxResource(l, codes.get(l.tax_id) ?? '')),
         total,
       );
     },
@@ -291,17 +235,16 @@ export const taxRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request) => {
-      const link = await AppliedTax.findOneAndDelete({ _id: request.params.id, organization_id: request.organizationId }).lean();
-      if (!link) throw new NotFound('Applied tax not found', 'applied_tax_not_found');
+      const link = await deleteOr404(AppliedTax, request.organizationId, request.params.id, appliedTaxName);
       const codes = await taxCodes([link.tax_id]);
-      return toAppliedTax(link, codes.get(link.tax_id) ?? '');
+      return toAppliedTaxResource(link, codes.get(link.tax_id) ?? '');
     },
   );
 
   app.get(
     '/taxes/:id',
     { schema: { tags, summary: 'Get a tax by id or code', params: idParams, response: responses({ 200: taxResource }) } },
-    async (request) => toTax(await findByIdOrCode(Tax, request.organizationId, request.params.id, what)),
+    async (request) => toTaxResource(await findByIdOrCode(Tax, request.organizationId, request.params.id, what)),
   );
 
   app.put(
@@ -322,11 +265,10 @@ export const taxRoutes: FastifyPluginAsyncZod = async (app) => {
       const changes: Record<string, unknown> = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
       if (value !== undefined) changes.rate = toDecimal128(value);
       const updated = await uniqueWrite(
-        () => Tax.findOneAndUpdate({ _id: current._id, ...live(organizationId) }, { $set: changes }, { returnDocument: 'after' }).lean(),
+        () => updateLive(Tax, organizationId, current._id, changes, what),
         `A tax with code "${String(rest.code)}" already exists`,
       );
-      if (!updated) throw new NotFound('Tax not found', what.code);
-      return toTax(updated);
+      return toTaxResource(updated);
     },
   );
 
@@ -357,15 +299,10 @@ export const taxRoutes: FastifyPluginAsyncZod = async (app) => {
           'resource_in_use',
         );
       }
-      const deleted = await Tax.findOneAndUpdate(
-        { _id: current._id, ...live(organizationId) },
-        { $set: { deleted_at: app.deps.now() } },
-        { returnDocument: 'after' },
-      ).lean();
-      if (!deleted) throw new NotFound('Tax not found', what.code);
+      const deleted = await softDelete(Tax, organizationId, current._id, app.deps.now(), what);
       // What remains links the tax to deleted resources only: it goes with the tax.
       await AppliedTax.deleteMany({ organization_id: organizationId, tax_id: current._id });
-      return toTax(deleted);
+      return toTaxResource(deleted);
     },
   );
 };

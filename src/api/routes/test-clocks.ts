@@ -5,11 +5,12 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { TestClockDoc } from '../../db/models/test-clock';
-import { BadRequest, InvalidTransition, NotFound, Validation } from '../../errors';
+import { BadRequest, InvalidTransition, Validation } from '../../errors';
 import { deleteTestClock, startClockAdvance } from '../../test-clocks/advance';
-import { listPage, live } from '../catalog';
+import { findLive, listPage, live } from '../catalog';
 import { idParams, isoDateTimeInput, listQuery, responses } from '../http';
-import { iso, nullableTimestamp, timestamp } from '../../resources/format';
+import { iso } from '../../resources/format';
+import { testClockResource, toTestClockResource } from '../../resources/test-clock';
 
 const createTestClockBody = z.strictObject({
   name: z.string().max(255).nullable().optional(),
@@ -20,41 +21,13 @@ const advanceTestClockBody = z.strictObject({
   frozen_time: isoDateTimeInput.describe("the clock's new time: later than its current frozen_time"),
 });
 
-export const testClockResource = z
-  .object({
-    id: z.string(),
-    organization_id: z.string(),
-    name: z.string().nullable(),
-    frozen_time: timestamp,
-    status: z.enum(['ready', 'advancing']).describe('advancing: an advance is under way; ready: every workflow of the clock caught up with frozen_time'),
-    created_at: timestamp,
-    updated_at: timestamp,
-    deleted_at: nullableTimestamp,
-  })
-  .meta({ id: 'TestClock' });
-
-export function toTestClock(doc: TestClockDoc): z.output<typeof testClockResource> {
-  return {
-    id: doc._id,
-    organization_id: doc.organization_id,
-    name: doc.name ?? null,
-    frozen_time: iso(doc.frozen_time),
-    status: doc.status,
-    created_at: iso(doc.created_at),
-    updated_at: iso(doc.updated_at),
-    deleted_at: iso(doc.deleted_at),
-  };
-}
-
 export const testClockRoutes: FastifyPluginAsyncZod = async (app) => {
   const { db, temporal } = app.deps;
   const { Customer, Subscription, TestClock } = db.models;
   const tags = ['test clocks'];
 
-  async function findClock(organizationId: string, id: string): Promise<TestClockDoc> {
-    const clock = await TestClock.findOne({ ...live(organizationId), _id: id }).lean();
-    if (!clock) throw new NotFound('Test clock not found', 'test_clock_not_found');
-    return clock;
+  function findClock(organizationId: string, id: string): Promise<TestClockDoc> {
+    return findLive(TestClock, organizationId, id, { name: 'Test clock', code: 'test_clock_not_found' });
   }
 
   app.post(
@@ -63,20 +36,20 @@ export const testClockRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request, reply) => {
       const { name, frozen_time } = request.body;
       const clock = await TestClock.create({ organization_id: request.organizationId, name: name ?? null, frozen_time, status: 'ready' });
-      return reply.status(201).send(toTestClock(clock.toObject()));
+      return reply.status(201).send(toTestClockResource(clock.toObject()));
     },
   );
 
   app.get(
     '/test_clocks',
     { schema: { tags, summary: 'List test clocks, newest first', querystring: listQuery, response: responses({ 200: z.array(testClockResource) }) } },
-    async (request, reply) => listPage(reply, TestClock, live(request.organizationId), request.query, toTestClock),
+    async (request, reply) => listPage(reply, TestClock, live(request.organizationId), request.query, toTestClockResource),
   );
 
   app.get(
     '/test_clocks/:id',
     { schema: { tags, summary: 'Get a test clock', params: idParams, response: responses({ 200: testClockResource }) } },
-    async (request) => toTestClock(await findClock(request.organizationId, request.params.id)),
+    async (request) => toTestClockResource(await findClock(request.organizationId, request.params.id)),
   );
 
   app.delete(
@@ -103,7 +76,7 @@ export const testClockRoutes: FastifyPluginAsyncZod = async (app) => {
       const at = app.deps.now();
       await deleteTestClock({ db, temporal }, clock, at);
       const deleted = await TestClock.findById(clock._id).lean();
-      return toTestClock(deleted ?? { ...clock, deleted_at: at });
+      return toTestClockResource(deleted ?? { ...clock, deleted_at: at });
     },
   );
 
@@ -129,7 +102,7 @@ export const testClockRoutes: FastifyPluginAsyncZod = async (app) => {
         throw Validation.field('frozen_time', `must be later than the clock's frozen_time (${iso(clock.frozen_time)})`);
       }
       const advancing = await startClockAdvance({ db, temporal }, clock, target);
-      return reply.status(202).send(toTestClock(advancing));
+      return reply.status(202).send(toTestClockResource(advancing));
     },
   );
 };

@@ -1,14 +1,11 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { UsageThresholdDoc } from '../../db/models/usage-threshold';
-import { NotFound } from '../../errors';
-import { listPage, uniqueWrite } from '../catalog';
+import { deleteOr404, findOfLivePlan, listPage, uniqueWrite } from '../catalog';
 import { decimalInput } from '../decimal';
-import { d4, decimal4 } from '../../resources/format';
 import { toDecimal128 } from '../../db/decimal';
 import { idParams, listQuery, responses } from '../http';
-import { iso, timestamp } from '../../resources/format';
 import { findPlan } from './plans';
+import { toUsageThresholdResource, usageThresholdResource } from '../../resources/usage-threshold';
 
 const createThresholdBody = z.strictObject({
   amount_cents: decimalInput({ min: 0 })
@@ -18,31 +15,7 @@ const createThresholdBody = z.strictObject({
   threshold_display_name: z.string().max(255).nullable().optional(),
 });
 
-export const usageThresholdResource = z
-  .object({
-    id: z.string(),
-    organization_id: z.string(),
-    plan_id: z.string(),
-    amount_cents: decimal4,
-    recurring: z.boolean(),
-    threshold_display_name: z.string().nullable(),
-    created_at: timestamp,
-    updated_at: timestamp,
-  })
-  .meta({ id: 'UsageThreshold' });
-
-export function toUsageThreshold(doc: UsageThresholdDoc): z.output<typeof usageThresholdResource> {
-  return {
-    id: doc._id,
-    organization_id: doc.organization_id,
-    plan_id: doc.plan_id,
-    amount_cents: d4(doc.amount_cents),
-    recurring: doc.recurring,
-    threshold_display_name: doc.threshold_display_name ?? null,
-    created_at: iso(doc.created_at),
-    updated_at: iso(doc.updated_at),
-  };
-}
+const what = { name: 'Usage threshold', code: 'usage_threshold_not_found' };
 
 // Progressive billing thresholds of a plan. A plan has at most one recurring threshold, and its
 // fixed thresholds have distinct amounts (a second one at the same amount could never trigger
@@ -81,7 +54,7 @@ export const usageThresholdRoutes: FastifyPluginAsyncZod = async (app) => {
           ? `The plan "${plan.code}" already has a recurring usage threshold`
           : `The plan "${plan.code}" already has a usage threshold of ${amount} cents`,
       );
-      return reply.status(201).send(toUsageThreshold(threshold.toObject()));
+      return reply.status(201).send(toUsageThresholdResource(threshold.toObject()));
     },
   );
 
@@ -100,7 +73,7 @@ export const usageThresholdRoutes: FastifyPluginAsyncZod = async (app) => {
       const organizationId = request.organizationId;
       const plan = await findPlan(app, organizationId, request.params.id);
       const { skip, limit } = request.query;
-      return listPage(reply, UsageThreshold, { organization_id: organizationId, plan_id: plan._id }, { skip, limit }, toUsageThreshold);
+      return listPage(reply, UsageThreshold, { organization_id: organizationId, plan_id: plan._id }, { skip, limit }, toUsageThresholdResource);
     },
   );
 
@@ -109,14 +82,8 @@ export const usageThresholdRoutes: FastifyPluginAsyncZod = async (app) => {
     { schema: { tags, summary: 'Remove a usage threshold', params: idParams, response: responses({ 200: usageThresholdResource }) } },
     async (request) => {
       const organizationId = request.organizationId;
-      const threshold = await UsageThreshold.findOne({ _id: request.params.id, organization_id: organizationId }).lean();
-      const planIsLive = threshold
-        ? await Plan.exists({ _id: threshold.plan_id, organization_id: organizationId, deleted_at: null })
-        : null;
-      if (!threshold || !planIsLive) throw new NotFound('Usage threshold not found', 'usage_threshold_not_found');
-      const deleted = await UsageThreshold.findOneAndDelete({ _id: threshold._id, organization_id: organizationId }).lean();
-      if (!deleted) throw new NotFound('Usage threshold not found', 'usage_threshold_not_found');
-      return toUsageThreshold(deleted);
+      const threshold = await findOfLivePlan(UsageThreshold, Plan, organizationId, request.params.id, what);
+      return toUsageThresholdResource(await deleteOr404(UsageThreshold, organizationId, threshold._id, what));
     },
   );
 };

@@ -1,12 +1,12 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { WebhookEndpointDoc } from '../../db/models/webhook-endpoint';
 import { WEBHOOK_EVENT_TYPES } from '../../domain/webhook-schedule';
 import { InvalidTransition, NotFound } from '../../errors';
 import { startDelivery } from '../../webhooks/emit-event';
 import { generateWebhookSecret } from '../../webhooks/signature';
+import { findLive, listPage, live, softDelete, updateLive } from '../catalog';
 import { idParams, listQuery, responses, sendList } from '../http';
-import { iso, nullableTimestamp, timestamp } from '../../resources/format';
+import { toWebhookEndpointResource, webhookEndpointResource, webhookEndpointWithSecret } from '../../resources/webhook-endpoint';
 import { toWebhookResource, webhookResource } from '../../resources/webhook';
 
 const webhookUrl = z
@@ -40,47 +40,11 @@ const updateEndpointBody = z.strictObject({
   event_types: endpointFields.event_types.optional(),
 });
 
-export const webhookEndpointResource = z
-  .object({
-    id: z.string(),
-    organization_id: z.string(),
-    url: z.string(),
-    signature_algo: z.literal('hmac'),
-    status: z.enum(['active', 'inactive']),
-    event_types: z.array(z.string()),
-    deleted_at: nullableTimestamp,
-    created_at: timestamp,
-    updated_at: timestamp,
-  })
-  .meta({ id: 'WebhookEndpoint' });
-
-const endpointWithSecret = webhookEndpointResource
-  .extend({ secret: z.string().describe('The HMAC signing secret, shown at creation and rotation only') })
-  .meta({ id: 'WebhookEndpointWithSecret' });
-
-export function toWebhookEndpoint(doc: WebhookEndpointDoc): z.output<typeof webhookEndpointResource> {
-  return {
-    id: doc._id,
-    organization_id: doc.organization_id,
-    url: doc.url,
-    signature_algo: doc.signature_algo,
-    status: doc.status,
-    event_types: doc.event_types ?? [],
-    deleted_at: iso(doc.deleted_at),
-    created_at: iso(doc.created_at),
-    updated_at: iso(doc.updated_at),
-  };
-}
+const endpointName = { name: 'Webhook endpoint', code: 'webhook_endpoint_not_found' };
 
 export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
   const { Webhook, WebhookEndpoint } = app.deps.db.models;
   const tags = ['webhooks'];
-
-  async function findEndpoint(organizationId: string, id: string): Promise<WebhookEndpointDoc> {
-    const endpoint = await WebhookEndpoint.findOne({ _id: id, organization_id: organizationId, deleted_at: null }).lean();
-    if (!endpoint) throw new NotFound('Webhook endpoint not found', 'webhook_endpoint_not_found');
-    return endpoint;
-  }
 
   app.post(
     '/webhook_endpoints',
@@ -89,34 +53,26 @@ export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
         tags,
         summary: 'Create a webhook endpoint; the signing secret is returned this once',
         body: createEndpointBody,
-        response: responses({ 201: endpointWithSecret }),
+        response: responses({ 201: webhookEndpointWithSecret }),
       },
     },
     async (request, reply) => {
       const secret = generateWebhookSecret();
       const endpoint = await WebhookEndpoint.create({ ...request.body, secret, organization_id: request.organizationId });
-      return reply.status(201).send({ ...toWebhookEndpoint(endpoint.toObject()), secret });
+      return reply.status(201).send({ ...toWebhookEndpointResource(endpoint.toObject()), secret });
     },
   );
 
   app.get(
     '/webhook_endpoints',
     { schema: { tags, summary: 'List webhook endpoints', querystring: listQuery, response: responses({ 200: z.array(webhookEndpointResource) }) } },
-    async (request, reply) => {
-      const filter = { organization_id: request.organizationId, deleted_at: null };
-      const { skip, limit } = request.query;
-      const [items, total] = await Promise.all([
-        WebhookEndpoint.find(filter).sort({ created_at: -1, _id: -1 }).skip(skip).limit(limit).lean(),
-        WebhookEndpoint.countDocuments(filter),
-      ]);
-      return sendList(reply, items.map(toWebhookEndpoint), total);
-    },
+    async (request, reply) => listPage(reply, WebhookEndpoint, live(request.organizationId), request.query, toWebhookEndpointResource),
   );
 
   app.get(
     '/webhook_endpoints/:id',
     { schema: { tags, summary: 'Get a webhook endpoint', params: idParams, response: responses({ 200: webhookEndpointResource }) } },
-    async (request) => toWebhookEndpoint(await findEndpoint(request.organizationId, request.params.id)),
+    async (request) => toWebhookEndpointResource(await findLive(WebhookEndpoint, request.organizationId, request.params.id, endpointName)),
   );
 
   app.put(
@@ -130,29 +86,14 @@ export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
         response: responses({ 200: webhookEndpointResource }),
       },
     },
-    async (request) => {
-      const updated = await WebhookEndpoint.findOneAndUpdate(
-        { _id: request.params.id, organization_id: request.organizationId, deleted_at: null },
-        { $set: request.body },
-        { returnDocument: 'after' },
-      ).lean();
-      if (!updated) throw new NotFound('Webhook endpoint not found', 'webhook_endpoint_not_found');
-      return toWebhookEndpoint(updated);
-    },
+    async (request) => toWebhookEndpointResource(await updateLive(WebhookEndpoint, request.organizationId, request.params.id, request.body, endpointName)),
   );
 
   app.delete(
     '/webhook_endpoints/:id',
     { schema: { tags, summary: 'Delete a webhook endpoint (it receives nothing more)', params: idParams, response: responses({ 200: webhookEndpointResource }) } },
-    async (request) => {
-      const deleted = await WebhookEndpoint.findOneAndUpdate(
-        { _id: request.params.id, organization_id: request.organizationId, deleted_at: null },
-        { $set: { deleted_at: app.deps.now(), status: 'inactive' } },
-        { returnDocument: 'after' },
-      ).lean();
-      if (!deleted) throw new NotFound('Webhook endpoint not found', 'webhook_endpoint_not_found');
-      return toWebhookEndpoint(deleted);
-    },
+    async (request) =>
+      toWebhookEndpointResource(await softDelete(WebhookEndpoint, request.organizationId, request.params.id, app.deps.now(), endpointName, { status: 'inactive' })),
   );
 
   app.post(
@@ -162,18 +103,13 @@ export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
         tags,
         summary: 'Replace the signing secret; the new one is returned this once and signs every later attempt',
         params: idParams,
-        response: responses({ 200: endpointWithSecret }),
+        response: responses({ 200: webhookEndpointWithSecret }),
       },
     },
     async (request) => {
       const secret = generateWebhookSecret();
-      const updated = await WebhookEndpoint.findOneAndUpdate(
-        { _id: request.params.id, organization_id: request.organizationId, deleted_at: null },
-        { $set: { secret } },
-        { returnDocument: 'after' },
-      ).lean();
-      if (!updated) throw new NotFound('Webhook endpoint not found', 'webhook_endpoint_not_found');
-      return { ...toWebhookEndpoint(updated), secret };
+      const updated = await updateLive(WebhookEndpoint, request.organizationId, request.params.id, { secret }, endpointName);
+      return { ...toWebhookEndpointResource(updated), secret };
     },
   );
 
