@@ -3,22 +3,9 @@
 // an invoice and is tested with the invoices.)
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AddOnResource } from '../../src/resources/add-on';
 import { expectError, expectUnknownFields, expectValidationError, ISO_MS_UTC, sleep, UUID } from '../support/http';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
-
-interface AddOnBody {
-  id: string;
-  organization_id: string;
-  code: string;
-  name: string;
-  amount_cents: string;
-  amount_currency: string;
-  description: string | null;
-  invoice_display_name: string | null;
-  deleted_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
 
 let stack: TestStack;
 let org: TestOrganization;
@@ -43,10 +30,10 @@ const api = {
   remove: (id: string, headers: Headers = org.headers) => inject('DELETE', `/v1/add_ons/${encodeURIComponent(id)}`, headers),
 };
 
-async function createAddOn(payload: Record<string, unknown> = {}, headers: Headers = org.headers): Promise<AddOnBody> {
+async function createAddOn(payload: Record<string, unknown> = {}, headers: Headers = org.headers): Promise<AddOnResource> {
   const res = await api.create({ code: nextCode(), name: 'Setup fee', amount_cents: 1000, ...payload }, headers);
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<AddOnBody>();
+  return res.json<AddOnResource>();
 }
 
 describe('create and read', () => {
@@ -80,7 +67,7 @@ describe('create and read', () => {
   ])('accepts amount_cents %j and answers %s', async (amount, expected) => {
     const addOn = await createAddOn({ amount_cents: amount });
     expect(addOn.amount_cents).toBe(expected);
-    expect((await api.get(addOn.id)).json<AddOnBody>().amount_cents).toBe(expected);
+    expect((await api.get(addOn.id)).json<AddOnResource>().amount_cents).toBe(expected);
   });
 
   it('stores amount_cents as Decimal128 and keeps every field', async () => {
@@ -95,7 +82,7 @@ describe('create and read', () => {
     const res = await api.create(payload);
     expect(res.statusCode, res.body).toBe(201);
     expect(res.json()).toMatchObject({ ...payload, amount_cents: '2500.2500', amount_currency: 'EUR' });
-    const stored = await stack.db.connection.collection('add_ons').findOne({ _id: res.json<AddOnBody>().id } as never);
+    const stored = await stack.db.connection.collection('add_ons').findOne({ _id: res.json<AddOnResource>().id } as never);
     expect(stored?.amount_cents?._bsontype).toBe('Decimal128');
     expect(String(stored?.amount_cents)).toBe('2500.25');
     expect(stored).toMatchObject({ organization_id: org.id, amount_currency: 'EUR', deleted_at: null });
@@ -116,26 +103,26 @@ describe('create and read', () => {
     const first = await createAddOn({ name: 'First' });
     const body = expectError(await api.create({ code: first.code, name: 'Second', amount_cents: 1 }), 409, 'already_exists');
     expect(body.message).toContain(first.code);
-    expect((await api.get(first.code)).json<AddOnBody>()).toMatchObject({ id: first.id, name: 'First' });
+    expect((await api.get(first.code)).json<AddOnResource>()).toMatchObject({ id: first.id, name: 'First' });
   });
 
   it('lists newest first with X-Total-Count, pages, and filters by currency', async () => {
     const own = await createOrganization(stack.app, { name: 'Add-on list org' });
-    const made: AddOnBody[] = [];
+    const made: AddOnResource[] = [];
     for (const currency of ['USD', 'EUR', 'USD', 'GBP']) {
       made.push(await createAddOn({ amount_currency: currency }, own.headers));
       await sleep(3);
     }
     for (const url of ['/v1/add_ons', '/v1/add_ons/']) {
       const res = await inject('GET', url, own.headers);
-      expect(res.json<AddOnBody[]>().map((x) => x.id)).toEqual(made.map((x) => x.id).reverse());
+      expect(res.json<AddOnResource[]>().map((x) => x.id)).toEqual(made.map((x) => x.id).reverse());
       expect(res.headers['x-total-count']).toBe('4');
     }
     const page = await api.list('?skip=1&limit=2', own.headers);
-    expect(page.json<AddOnBody[]>().map((x) => x.id)).toEqual([made[2]!.id, made[1]!.id]);
+    expect(page.json<AddOnResource[]>().map((x) => x.id)).toEqual([made[2]!.id, made[1]!.id]);
     expect(page.headers['x-total-count']).toBe('4');
     const usd = await api.list('?amount_currency=usd', own.headers);
-    expect(usd.json<AddOnBody[]>().map((x) => x.id)).toEqual([made[2]!.id, made[0]!.id]);
+    expect(usd.json<AddOnResource[]>().map((x) => x.id)).toEqual([made[2]!.id, made[0]!.id]);
     expect(usd.headers['x-total-count']).toBe('2');
     expectValidationError(await api.list('?amount_currency=ZZZ', own.headers), 'amount_currency');
   });
@@ -173,7 +160,7 @@ describe('update', () => {
     await sleep(5);
     const res = await api.update(addOn.code, { name: 'New', amount_cents: '99.99', amount_currency: 'gbp', description: null });
     expect(res.statusCode, res.body).toBe(200);
-    const updated = res.json<AddOnBody>();
+    const updated = res.json<AddOnResource>();
     expect(updated).toMatchObject({
       id: addOn.id,
       code: addOn.code,
@@ -202,7 +189,7 @@ describe('update', () => {
     expectError(await api.update(addOn.id, { code: other.code }), 409, 'already_exists');
     const code = nextCode('recoded');
     expect((await api.update(addOn.id, { code })).statusCode).toBe(200);
-    expect((await api.get(code)).json<AddOnBody>().id).toBe(addOn.id);
+    expect((await api.get(code)).json<AddOnResource>().id).toBe(addOn.id);
     expectError(await api.get(addOn.code), 404, 'add_on_not_found');
     expectError(await api.update(randomUUID(), { name: 'x' }), 404, 'add_on_not_found');
   });
@@ -214,12 +201,12 @@ describe('soft delete', () => {
     const countBefore = Number((await api.list()).headers['x-total-count']);
     const res = await api.remove(addOn.code);
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json<AddOnBody>()).toMatchObject({ id: addOn.id, name: 'To delete', amount_cents: '1000.0000' });
-    expect(res.json<AddOnBody>().deleted_at).toMatch(ISO_MS_UTC);
+    expect(res.json<AddOnResource>()).toMatchObject({ id: addOn.id, name: 'To delete', amount_cents: '1000.0000' });
+    expect(res.json<AddOnResource>().deleted_at).toMatch(ISO_MS_UTC);
     expectError(await api.get(addOn.id), 404, 'add_on_not_found');
     expectError(await api.get(addOn.code), 404, 'add_on_not_found');
     const list = await api.list('?limit=1000');
-    expect(list.json<AddOnBody[]>().map((x) => x.id)).not.toContain(addOn.id);
+    expect(list.json<AddOnResource[]>().map((x) => x.id)).not.toContain(addOn.id);
     expect(Number(list.headers['x-total-count'])).toBe(countBefore - 1);
     expect((await stack.db.models.AddOn.findById(addOn.id).lean())?.deleted_at).toBeInstanceOf(Date);
     expectError(await api.update(addOn.id, { name: 'zombie' }), 404, 'add_on_not_found');
@@ -231,7 +218,7 @@ describe('soft delete', () => {
     expect((await inject('DELETE', `/v1/add_ons/${first.id}/`, org.headers)).statusCode).toBe(200);
     const second = await createAddOn({ code: first.code, name: 'Gen 2' });
     expect(second.id).not.toBe(first.id);
-    expect((await api.get(first.code)).json<AddOnBody>()).toMatchObject({ id: second.id, name: 'Gen 2' });
+    expect((await api.get(first.code)).json<AddOnResource>()).toMatchObject({ id: second.id, name: 'Gen 2' });
     expectError(await api.create({ code: first.code, name: 'Gen 3', amount_cents: 1 }), 409, 'already_exists');
   });
 });
@@ -239,7 +226,7 @@ describe('soft delete', () => {
 describe('tenant isolation', () => {
   let a: TestOrganization;
   let b: TestOrganization;
-  let addOnOfA: AddOnBody;
+  let addOnOfA: AddOnResource;
 
   beforeAll(async () => {
     a = await createOrganization(stack.app, { name: 'Tenant A' });
@@ -261,8 +248,8 @@ describe('tenant isolation', () => {
     expect(empty.json()).toEqual([]);
     expect(empty.headers['x-total-count']).toBe('0');
     const addOnOfB = await createAddOn({ code: addOnOfA.code }, b.headers);
-    expect((await api.get(addOnOfA.code, b.headers)).json<AddOnBody>().id).toBe(addOnOfB.id);
-    expect((await api.get(addOnOfA.code, a.headers)).json<AddOnBody>().id).toBe(addOnOfA.id);
+    expect((await api.get(addOnOfA.code, b.headers)).json<AddOnResource>().id).toBe(addOnOfB.id);
+    expect((await api.get(addOnOfA.code, a.headers)).json<AddOnResource>().id).toBe(addOnOfA.id);
   });
 });
 

@@ -2,21 +2,9 @@
 // refused is a 401 with the uniform error body; keys are stored only as SHA-256.
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { ApiKeyResource, ApiKeyWithRawKey } from '../../src/resources/organization';
 import { eventually, expectError, expectValidationError, ISO_MS_UTC, UUID } from '../support/http';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
-
-interface ApiKeyBody {
-  id: string;
-  organization_id: string;
-  name: string | null;
-  key_prefix: string;
-  status: 'active' | 'revoked';
-  expires_at: string | null;
-  last_used_at: string | null;
-  created_at: string;
-  updated_at: string;
-  raw_key?: string;
-}
 
 const RAW_KEY = /^bsk_live_[A-Za-z0-9_-]{43}$/;
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
@@ -42,13 +30,13 @@ function get(url: string, headers: Record<string, string> = {}) {
   return stack.app.inject({ method: 'GET', url, headers });
 }
 
-async function createKey(body: Record<string, unknown> = {}, headers = org.headers): Promise<ApiKeyBody & { raw_key: string }> {
+async function createKey(body: Record<string, unknown> = {}, headers = org.headers): Promise<ApiKeyWithRawKey> {
   const res = await stack.app.inject({ method: 'POST', url: '/v1/organizations/current/api_keys', headers, payload: body });
   expect(res.statusCode, res.body).toBe(201);
   return res.json();
 }
 
-async function listKeys(headers = org.headers): Promise<ApiKeyBody[]> {
+async function listKeys(headers = org.headers): Promise<ApiKeyResource[]> {
   const res = await get('/v1/organizations/current/api_keys?limit=1000', headers);
   expect(res.statusCode, res.body).toBe(200);
   return res.json();
@@ -109,7 +97,7 @@ describe('revocation', () => {
 
     const del = await stack.app.inject({ method: 'DELETE', url: `/v1/organizations/current/api_keys/${key.id}`, headers: org.headers });
     expect(del.statusCode, del.body).toBe(200);
-    const revoked = del.json<ApiKeyBody>();
+    const revoked = del.json<ApiKeyResource>();
     expect(revoked).toMatchObject({ id: key.id, status: 'revoked', organization_id: org.id, key_prefix: key.key_prefix });
     expect(revoked).not.toHaveProperty('raw_key');
     expect(revoked).not.toHaveProperty('key_hash');
@@ -125,7 +113,7 @@ describe('revocation', () => {
     const key = await createKey();
     const del = await stack.app.inject({ method: 'DELETE', url: `/v1/organizations/current/api_keys/${key.id}`, headers: bearer(key.raw_key) });
     expect(del.statusCode, del.body).toBe(200);
-    expect(del.json<ApiKeyBody>().status).toBe('revoked');
+    expect(del.json<ApiKeyResource>().status).toBe('revoked');
     expectError(await get('/v1/organizations/current', bearer(key.raw_key)), 401, 'unauthorized');
   });
 
@@ -258,7 +246,7 @@ describe('key storage and format', () => {
   it('creates keys as bsk_live_ + 43 url-safe characters, with a 6-character display prefix', async () => {
     const signup = await stack.app.inject({ method: 'POST', url: '/v1/organizations', payload: { name: 'Format Org' } });
     expect(signup.statusCode).toBe(201);
-    const first = signup.json<{ api_key: ApiKeyBody & { raw_key: string } }>().api_key;
+    const first = signup.json<{ api_key: ApiKeyWithRawKey }>().api_key;
     const second = await createKey({ name: 'second' });
     for (const key of [first, second]) {
       expect(key.raw_key).toMatch(RAW_KEY);

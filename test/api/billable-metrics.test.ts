@@ -4,26 +4,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseExpression } from '../../src/domain/expression';
+import type { BillableMetricResource } from '../../src/resources/billable-metric';
 import { expectError, expectUnknownFields, expectValidationError, ISO_MS_UTC, sleep, UUID } from '../support/http';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
-
-interface MetricBody {
-  id: string;
-  organization_id: string;
-  code: string;
-  name: string;
-  description: string | null;
-  aggregation_type: string;
-  field_name: string | null;
-  recurring: boolean;
-  expression: string | null;
-  rounding_function: string | null;
-  rounding_precision: number | null;
-  filters: { key: string; values: string[] }[];
-  deleted_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
 
 let stack: TestStack;
 let org: TestOrganization;
@@ -54,10 +37,10 @@ const api = {
     stack.app.inject({ method: 'DELETE', url: `/v1/billable_metrics/${encodeURIComponent(id)}`, headers }),
 };
 
-async function createMetric(payload: Record<string, unknown> = {}, headers: Headers = org.headers): Promise<MetricBody> {
+async function createMetric(payload: Record<string, unknown> = {}, headers: Headers = org.headers): Promise<BillableMetricResource> {
   const res = await api.create({ code: nextCode(), name: 'Metric', aggregation_type: 'count', ...payload }, headers);
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<MetricBody>();
+  return res.json<BillableMetricResource>();
 }
 
 /** A plan document as the plans module stores it, charging the given metrics. */
@@ -91,7 +74,7 @@ describe('create and read', () => {
     const code = nextCode('defaults');
     const res = await api.create({ code, name: 'API calls', aggregation_type: 'count' });
     expect(res.statusCode, res.body).toBe(201);
-    const metric = res.json<MetricBody>();
+    const metric = res.json<BillableMetricResource>();
     expect(metric).toEqual({
       id: expect.stringMatching(UUID),
       organization_id: org.id,
@@ -130,7 +113,7 @@ describe('create and read', () => {
     const res = await api.create(payload);
     expect(res.statusCode, res.body).toBe(201);
     expect(res.json()).toMatchObject(payload);
-    const stored = await stack.db.connection.collection('billable_metrics').findOne({ _id: res.json<MetricBody>().id } as never);
+    const stored = await stack.db.connection.collection('billable_metrics').findOne({ _id: res.json<BillableMetricResource>().id } as never);
     expect(stored).toMatchObject({ ...payload, organization_id: org.id, deleted_at: null });
   });
 
@@ -167,7 +150,7 @@ describe('create and read', () => {
     const first = await createMetric({ name: 'First' });
     const body = expectError(await api.create({ code: first.code, name: 'Second', aggregation_type: 'count' }), 409, 'already_exists');
     expect(body.message).toContain(first.code);
-    expect((await api.get(first.code)).json<MetricBody>()).toMatchObject({ id: first.id, name: 'First' });
+    expect((await api.get(first.code)).json<BillableMetricResource>()).toMatchObject({ id: first.id, name: 'First' });
   });
 
   it('answers 409 to concurrent creations of one code, creating exactly one', async () => {
@@ -180,7 +163,7 @@ describe('create and read', () => {
 
 describe('list', () => {
   let own: TestOrganization;
-  const made: MetricBody[] = [];
+  const made: BillableMetricResource[] = [];
 
   beforeAll(async () => {
     own = await createOrganization(stack.app, { name: 'List Org' });
@@ -194,14 +177,14 @@ describe('list', () => {
     for (const url of ['/v1/billable_metrics', '/v1/billable_metrics/']) {
       const res = await stack.app.inject({ method: 'GET', url, headers: own.headers });
       expect(res.statusCode).toBe(200);
-      expect(res.json<MetricBody[]>().map((m) => m.id)).toEqual(made.map((m) => m.id).reverse());
+      expect(res.json<BillableMetricResource[]>().map((m) => m.id)).toEqual(made.map((m) => m.id).reverse());
       expect(res.headers['x-total-count']).toBe('4');
     }
   });
 
   it('pages with skip and limit, the total staying the full count', async () => {
     const res = await api.list('?skip=1&limit=2', own.headers);
-    expect(res.json<MetricBody[]>().map((m) => m.id)).toEqual([made[2]!.id, made[1]!.id]);
+    expect(res.json<BillableMetricResource[]>().map((m) => m.id)).toEqual([made[2]!.id, made[1]!.id]);
     expect(res.headers['x-total-count']).toBe('4');
     expectValidationError(await api.list('?limit=0', own.headers), 'limit');
     expectValidationError(await api.list('?skip=-1', own.headers), 'skip');
@@ -209,10 +192,10 @@ describe('list', () => {
 
   it('filters by aggregation_type and recurring', async () => {
     const sums = await api.list('?aggregation_type=sum', own.headers);
-    expect(sums.json<MetricBody[]>().map((m) => m.id)).toEqual([made[3]!.id, made[1]!.id]);
+    expect(sums.json<BillableMetricResource[]>().map((m) => m.id)).toEqual([made[3]!.id, made[1]!.id]);
     expect(sums.headers['x-total-count']).toBe('2');
     const recurring = await api.list('?recurring=true', own.headers);
-    expect(recurring.json<MetricBody[]>().map((m) => m.id)).toEqual([made[1]!.id]);
+    expect(recurring.json<BillableMetricResource[]>().map((m) => m.id)).toEqual([made[1]!.id]);
     const notRecurring = await api.list('?recurring=false', own.headers);
     expect(notRecurring.headers['x-total-count']).toBe('3');
     expectValidationError(await api.list('?aggregation_type=median', own.headers), 'aggregation_type');
@@ -292,7 +275,7 @@ describe('update', () => {
     };
     const res = await api.update(metric.id, changes);
     expect(res.statusCode, res.body).toBe(200);
-    const updated = res.json<MetricBody>();
+    const updated = res.json<BillableMetricResource>();
     expect(updated).toMatchObject({ ...changes, id: metric.id, code: metric.code, aggregation_type: 'sum', created_at: metric.created_at });
     expect(Date.parse(updated.updated_at)).toBeGreaterThan(Date.parse(metric.updated_at));
     expect((await api.get(metric.id)).json()).toEqual(updated);
@@ -307,7 +290,7 @@ describe('update', () => {
       payload: { name: 'Via code' },
     });
     expect(res.statusCode, res.body).toBe(200);
-    expect((await api.get(metric.id)).json<MetricBody>().name).toBe('Via code');
+    expect((await api.get(metric.id)).json<BillableMetricResource>().name).toBe('Via code');
   });
 
   it('sets nullable fields back to null and a blank expression to null', async () => {
@@ -348,7 +331,7 @@ describe('update', () => {
     const newCode = nextCode('recoded');
     const res = await api.update(metric.code, { code: newCode });
     expect(res.statusCode, res.body).toBe(200);
-    expect((await api.get(newCode)).json<MetricBody>().id).toBe(metric.id);
+    expect((await api.get(newCode)).json<BillableMetricResource>().id).toBe(metric.id);
     expectError(await api.get(metric.code), 404, 'billable_metric_not_found');
   });
 
@@ -379,11 +362,11 @@ describe('update', () => {
       expect(removeEu.message).toContain('region=eu');
       const removeTier = expectError(await api.update(metric.id, { filters: [{ key: 'region', values: ['eu'] }] }), 400, 'resource_in_use');
       expect(removeTier.message).toContain('tier');
-      expect((await api.get(metric.id)).json<MetricBody>().filters).toEqual(metric.filters);
+      expect((await api.get(metric.id)).json<BillableMetricResource>().filters).toEqual(metric.filters);
 
       const res = await api.update(metric.id, { filters: [{ key: 'region', values: ['eu', 'latam'] }, { key: 'tier', values: ['cold'] }] });
       expect(res.statusCode, res.body).toBe(200);
-      expect(res.json<MetricBody>().filters).toEqual([
+      expect(res.json<BillableMetricResource>().filters).toEqual([
         { key: 'region', values: ['eu', 'latam'] },
         { key: 'tier', values: ['cold'] },
       ]);
@@ -409,13 +392,13 @@ describe('soft delete', () => {
     const countBefore = Number((await api.list()).headers['x-total-count']);
     const res = await api.remove(metric.id);
     expect(res.statusCode, res.body).toBe(200);
-    const deleted = res.json<MetricBody>();
+    const deleted = res.json<BillableMetricResource>();
     expect(deleted).toMatchObject({ id: metric.id, code: metric.code, name: 'To delete' });
     expect(deleted.deleted_at).toMatch(ISO_MS_UTC);
     expectError(await api.get(metric.id), 404, 'billable_metric_not_found');
     expectError(await api.get(metric.code), 404, 'billable_metric_not_found');
     const list = await api.list('?limit=1000');
-    expect(list.json<MetricBody[]>().map((m) => m.id)).not.toContain(metric.id);
+    expect(list.json<BillableMetricResource[]>().map((m) => m.id)).not.toContain(metric.id);
     expect(Number(list.headers['x-total-count'])).toBe(countBefore - 1);
     const stored = await stack.db.models.BillableMetric.findById(metric.id).lean();
     expect(stored?.deleted_at).toBeInstanceOf(Date);
@@ -429,11 +412,11 @@ describe('soft delete', () => {
     expect(res.statusCode, res.body).toBe(200);
     const second = await createMetric({ code: first.code, name: 'Gen 2' });
     expect(second.id).not.toBe(first.id);
-    expect((await api.get(first.code)).json<MetricBody>()).toMatchObject({ id: second.id, name: 'Gen 2' });
+    expect((await api.get(first.code)).json<BillableMetricResource>()).toMatchObject({ id: second.id, name: 'Gen 2' });
     expect((await api.remove(second.code)).statusCode).toBe(200);
     const third = await createMetric({ code: first.code, name: 'Gen 3' });
     expectError(await api.create({ code: first.code, name: 'Gen 4', aggregation_type: 'count' }), 409, 'already_exists');
-    expect((await api.get(first.code)).json<MetricBody>().id).toBe(third.id);
+    expect((await api.get(first.code)).json<BillableMetricResource>().id).toBe(third.id);
   });
 
   it('is refused with 400 resource_in_use while a live plan charges it, naming the plan', async () => {
@@ -442,12 +425,12 @@ describe('soft delete', () => {
     const plan = await plans().findOne({ _id: planId } as never);
     const body = expectError(await api.remove(metric.code), 400, 'resource_in_use');
     expect(body.message).toContain(String(plan?.code));
-    expect((await api.get(metric.id)).json<MetricBody>().deleted_at).toBeNull();
+    expect((await api.get(metric.id)).json<BillableMetricResource>().deleted_at).toBeNull();
 
     await plans().updateOne({ _id: planId } as never, { $set: { deleted_at: new Date() } });
     const res = await api.remove(metric.id);
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json<MetricBody>().deleted_at).not.toBeNull();
+    expect(res.json<BillableMetricResource>().deleted_at).not.toBeNull();
   });
 
   it("is not blocked by another organization's plan that names the same id", async () => {
@@ -461,7 +444,7 @@ describe('soft delete', () => {
 describe('tenant isolation', () => {
   let a: TestOrganization;
   let b: TestOrganization;
-  let metricOfA: MetricBody;
+  let metricOfA: BillableMetricResource;
 
   beforeAll(async () => {
     a = await createOrganization(stack.app, { name: 'Tenant A' });
@@ -483,8 +466,8 @@ describe('tenant isolation', () => {
     expect(res.json()).toEqual([]);
     expect(res.headers['x-total-count']).toBe('0');
     const metricOfB = await createMetric({ code: metricOfA.code }, b.headers);
-    expect((await api.get(metricOfA.code, b.headers)).json<MetricBody>().id).toBe(metricOfB.id);
-    expect((await api.get(metricOfA.code, a.headers)).json<MetricBody>().id).toBe(metricOfA.id);
+    expect((await api.get(metricOfA.code, b.headers)).json<BillableMetricResource>().id).toBe(metricOfB.id);
+    expect((await api.get(metricOfA.code, a.headers)).json<BillableMetricResource>().id).toBe(metricOfA.id);
   });
 });
 

@@ -2,24 +2,10 @@
 // minimum commitment, one per plan, addressed through the plan by id or code, tenant isolation.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CommitmentResource } from '../../src/resources/commitment';
+import type { PlanResource } from '../../src/resources/plan';
 import { expectError, expectUnknownFields, expectValidationError, ISO_MS_UTC, sleep, UUID } from '../support/http';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
-
-interface CommitmentBody {
-  id: string;
-  organization_id: string;
-  plan_id: string;
-  commitment_type: string;
-  amount_cents: string;
-  invoice_display_name: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-interface PlanBody {
-  id: string;
-  code: string;
-}
 
 let stack: TestStack;
 let org: TestOrganization;
@@ -45,7 +31,7 @@ const api = {
   remove: (id: string, headers: Headers = org.headers) => stack.app.inject({ method: 'DELETE', url: `/v1/commitments/${id}`, headers }),
 };
 
-async function createPlan(headers: Headers = org.headers): Promise<PlanBody> {
+async function createPlan(headers: Headers = org.headers): Promise<PlanResource> {
   const res = await stack.app.inject({
     method: 'POST',
     url: '/v1/plans',
@@ -53,13 +39,13 @@ async function createPlan(headers: Headers = org.headers): Promise<PlanBody> {
     payload: { code: nextCode(), name: 'Plan', interval: 'monthly', amount_cents: 1000 },
   });
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<PlanBody>();
+  return res.json<PlanResource>();
 }
 
-async function createCommitment(plan: string, payload: Record<string, unknown> = {}): Promise<CommitmentBody> {
+async function createCommitment(plan: string, payload: Record<string, unknown> = {}): Promise<CommitmentResource> {
   const res = await api.create(plan, { commitment_type: 'minimum_commitment', amount_cents: 5000, ...payload });
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<CommitmentBody>();
+  return res.json<CommitmentResource>();
 }
 
 describe('create and list', () => {
@@ -67,7 +53,7 @@ describe('create and list', () => {
     const plan = await createPlan();
     const res = await api.create(plan.id, { commitment_type: 'minimum_commitment', amount_cents: 5000 });
     expect(res.statusCode, res.body).toBe(201);
-    const commitment = res.json<CommitmentBody>();
+    const commitment = res.json<CommitmentResource>();
     expect(commitment).toEqual({
       id: expect.stringMatching(UUID),
       organization_id: org.id,
@@ -167,13 +153,13 @@ describe('update and delete', () => {
     await sleep(5);
     const res = await api.update(commitment.id, { amount_cents: '7500.25', invoice_display_name: 'Floor' });
     expect(res.statusCode, res.body).toBe(200);
-    const updated = res.json<CommitmentBody>();
+    const updated = res.json<CommitmentResource>();
     expect(updated).toMatchObject({ id: commitment.id, plan_id: plan.id, amount_cents: '7500.2500', invoice_display_name: 'Floor' });
     expect(updated.created_at).toBe(commitment.created_at);
     expect(Date.parse(updated.updated_at)).toBeGreaterThan(Date.parse(commitment.updated_at));
     expect((await api.list(plan.id)).json()).toEqual([updated]);
     const trailing = await stack.app.inject({ method: 'PUT', url: `/v1/commitments/${commitment.id}/`, headers: org.headers, payload: { invoice_display_name: null } });
-    expect(trailing.json<CommitmentBody>()).toMatchObject({ amount_cents: '7500.2500', invoice_display_name: null });
+    expect(trailing.json<CommitmentResource>()).toMatchObject({ amount_cents: '7500.2500', invoice_display_name: null });
     expectValidationError(await api.update(commitment.id, { amount_cents: 0 }), 'amount_cents');
   });
 
@@ -214,6 +200,6 @@ describe('tenant isolation', () => {
     await createCommitment(mine.id);
     const res = await api.create(theirs.id, { amount_cents: 1 }, other.headers);
     expect(res.statusCode, res.body).toBe(201);
-    expect(res.json<CommitmentBody>().organization_id).toBe(other.id);
+    expect(res.json<CommitmentResource>().organization_id).toBe(other.id);
   });
 });

@@ -2,14 +2,9 @@
 // trailing slashes, request ids, the 500 body, health and readiness, the OpenAPI document.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CustomerResource } from '../../src/resources/customer';
 import { expectError, expectValidationError, UUID } from '../support/http';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
-
-interface CustomerBody {
-  id: string;
-  external_id: string;
-  created_at: string;
-}
 
 let stack: TestStack;
 let org: TestOrganization;
@@ -69,7 +64,7 @@ describe('pagination', () => {
     const res = await get('/v1/customers', paged.headers);
     expect(res.statusCode).toBe(200);
     expect(res.headers['x-total-count']).toBe(String(total));
-    const ids = res.json<CustomerBody[]>().map((c) => c.external_id);
+    const ids = res.json<CustomerResource[]>().map((c) => c.external_id);
     expect(ids).toEqual(newestFirst().slice(0, 100));
   });
 
@@ -79,7 +74,7 @@ describe('pagination', () => {
       const res = await get(`/v1/customers?skip=${skip}&limit=40`, paged.headers);
       expect(res.statusCode).toBe(200);
       expect(res.headers['x-total-count']).toBe(String(total));
-      pages.push(...res.json<CustomerBody[]>().map((c) => c.external_id));
+      pages.push(...res.json<CustomerResource[]>().map((c) => c.external_id));
     }
     expect(pages).toEqual(newestFirst());
   });
@@ -107,7 +102,7 @@ describe('pagination', () => {
       { externalId: 'newer', createdAt: new Date(BASE + 1) },
       { externalId: 'older', createdAt: new Date(BASE - 1) },
     ]);
-    const all = (await get('/v1/customers', tied.headers)).json<CustomerBody[]>();
+    const all = (await get('/v1/customers', tied.headers)).json<CustomerResource[]>();
     expect(all[0]?.external_id).toBe('newer');
     expect(all[5]?.external_id).toBe('older');
     const tiedIds = all.slice(1, 5).map((c) => c.id);
@@ -116,7 +111,7 @@ describe('pagination', () => {
 
     const onePerPage: string[] = [];
     for (let skip = 0; skip < 6; skip += 1) {
-      onePerPage.push(...(await get(`/v1/customers?skip=${skip}&limit=1`, tied.headers)).json<CustomerBody[]>().map((c) => c.id));
+      onePerPage.push(...(await get(`/v1/customers?skip=${skip}&limit=1`, tied.headers)).json<CustomerResource[]>().map((c) => c.id));
     }
     expect(onePerPage).toEqual(all.map((c) => c.id));
   });
@@ -127,10 +122,10 @@ describe('pagination', () => {
     for (let i = 0; i < 3; i += 1) {
       await new Promise((r) => setTimeout(r, 3));
       const res = await stack.app.inject({ method: 'POST', url: '/v1/customers', headers: fresh.headers, payload: { external_id: `api-${i}` } });
-      created.push(res.json<CustomerBody>().external_id);
+      created.push(res.json<CustomerResource>().external_id);
     }
     const res = await get('/v1/customers', fresh.headers);
-    expect(res.json<CustomerBody[]>().map((c) => c.external_id)).toEqual(created.reverse());
+    expect(res.json<CustomerResource[]>().map((c) => c.external_id)).toEqual(created.reverse());
   });
 
   it.each(['limit=0', 'limit=1001', 'limit=-5', 'skip=-1', 'limit=abc', 'skip=abc', 'limit=1.5', 'limit='])(
@@ -202,16 +197,16 @@ describe('routing', () => {
   it('answers every path with or without a trailing slash', async () => {
     const created = await stack.app.inject({ method: 'POST', url: '/v1/customers/', headers: org.headers, payload: { external_id: 'slash' } });
     expect(created.statusCode, created.body).toBe(201);
-    const customer = created.json<CustomerBody>();
+    const customer = created.json<CustomerResource>();
 
     const list = await get('/v1/customers/');
     expect(list.statusCode).toBe(200);
-    expect(list.json<CustomerBody[]>().map((c) => c.id)).toContain(customer.id);
+    expect(list.json<CustomerResource[]>().map((c) => c.id)).toContain(customer.id);
     expect(list.headers['x-total-count']).toBeDefined();
 
     const one = await get(`/v1/customers/${customer.id}/`);
     expect(one.statusCode).toBe(200);
-    expect(one.json<CustomerBody>().id).toBe(customer.id);
+    expect(one.json<CustomerResource>().id).toBe(customer.id);
 
     const put = await stack.app.inject({ method: 'PUT', url: `/v1/customers/${customer.id}/`, headers: org.headers, payload: { name: 'S' } });
     expect(put.statusCode, put.body).toBe(200);

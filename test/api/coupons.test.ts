@@ -3,54 +3,10 @@
 // applying with overrides, the currency rule, non-reusable coupons, tenant isolation, pagination.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AppliedCouponResource, CouponResource } from '../../src/resources/coupon';
+import type { CustomerResource } from '../../src/resources/customer';
 import { expectError, expectUnknownFields, expectValidationError, ISO_MS_UTC, sleep, UUID } from '../support/http';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
-
-interface CouponBody {
-  id: string;
-  organization_id: string;
-  code: string;
-  name: string;
-  description: string | null;
-  coupon_type: string;
-  amount_cents: string | null;
-  amount_currency: string | null;
-  percentage_rate: string | null;
-  frequency: string;
-  frequency_duration: number | null;
-  reusable: boolean;
-  expiration_at: string | null;
-  status: string;
-  terminated_at: string | null;
-  deleted_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-interface AppliedBody {
-  id: string;
-  organization_id: string;
-  coupon_id: string;
-  coupon_code: string;
-  coupon_type: string;
-  customer_id: string;
-  amount_cents: string | null;
-  amount_currency: string | null;
-  percentage_rate: string | null;
-  frequency: string;
-  frequency_duration: number | null;
-  frequency_duration_remaining: number | null;
-  status: string;
-  terminated_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-interface CustomerBody {
-  id: string;
-  external_id: string;
-  currency: string;
-}
 
 let stack: TestStack;
 let org: TestOrganization;
@@ -83,22 +39,22 @@ const api = {
 const percentage = { coupon_type: 'percentage', percentage_rate: '10', frequency: 'forever' };
 const fixed = { coupon_type: 'fixed_amount', amount_cents: 1000, amount_currency: 'USD', frequency: 'once' };
 
-async function createCoupon(payload: Record<string, unknown> = percentage, headers: Headers = org.headers): Promise<CouponBody> {
+async function createCoupon(payload: Record<string, unknown> = percentage, headers: Headers = org.headers): Promise<CouponResource> {
   const res = await api.create({ code: nextCode(), name: 'Coupon', ...payload }, headers);
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<CouponBody>();
+  return res.json<CouponResource>();
 }
 
-async function createCustomer(currency = 'USD', headers: Headers = org.headers): Promise<CustomerBody> {
+async function createCustomer(currency = 'USD', headers: Headers = org.headers): Promise<CustomerResource> {
   const res = await inject('POST', '/v1/customers', { external_id: nextCode('cus'), currency }, headers);
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<CustomerBody>();
+  return res.json<CustomerResource>();
 }
 
-async function apply(couponCode: string, customerId: string, overrides: Record<string, unknown> = {}): Promise<AppliedBody> {
+async function apply(couponCode: string, customerId: string, overrides: Record<string, unknown> = {}): Promise<AppliedCouponResource> {
   const res = await api.apply({ coupon_code: couponCode, customer_id: customerId, ...overrides });
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<AppliedBody>();
+  return res.json<AppliedCouponResource>();
 }
 
 describe('coupons: create and read', () => {
@@ -106,7 +62,7 @@ describe('coupons: create and read', () => {
     const code = nextCode('pct');
     const res = await api.create({ code, name: 'Ten off', coupon_type: 'percentage', percentage_rate: 12.5 });
     expect(res.statusCode, res.body).toBe(201);
-    const coupon = res.json<CouponBody>();
+    const coupon = res.json<CouponResource>();
     expect(coupon).toEqual({
       id: expect.stringMatching(UUID),
       organization_id: org.id,
@@ -175,7 +131,7 @@ describe('coupons: create and read', () => {
 
   it('lists coupons newest first with paging and a status filter', async () => {
     const own = await createOrganization(stack.app, { name: 'Coupon Paging Org' });
-    const made: CouponBody[] = [];
+    const made: CouponResource[] = [];
     for (let i = 0; i < 4; i++) {
       made.push(await createCoupon(percentage, own.headers));
       await sleep(5);
@@ -183,13 +139,13 @@ describe('coupons: create and read', () => {
     expect((await api.remove(made[1]!.id, own.headers)).statusCode).toBe(200);
     const ids = made.map((c) => c.id).reverse();
     const all = await api.list('', own.headers);
-    expect(all.json<CouponBody[]>().map((c) => c.id)).toEqual(ids);
+    expect(all.json<CouponResource[]>().map((c) => c.id)).toEqual(ids);
     expect(all.headers['x-total-count']).toBe('4');
     const page = await api.list('?skip=2&limit=1', own.headers);
-    expect(page.json<CouponBody[]>().map((c) => c.id)).toEqual([ids[2]]);
+    expect(page.json<CouponResource[]>().map((c) => c.id)).toEqual([ids[2]]);
     expect(page.headers['x-total-count']).toBe('4');
     const terminated = await api.list('?status=terminated', own.headers);
-    expect(terminated.json<CouponBody[]>().map((c) => c.id)).toEqual([made[1]!.id]);
+    expect(terminated.json<CouponResource[]>().map((c) => c.id)).toEqual([made[1]!.id]);
     expect((await api.list('?status=active', own.headers)).headers['x-total-count']).toBe('3');
     expectError(await api.list('?limit=1001', own.headers), 422, 'validation_error');
     expectError(await api.list('?status=expired', own.headers), 422, 'validation_error');
@@ -241,7 +197,7 @@ describe('coupons: update and terminate', () => {
     await sleep(5);
     const res = await api.update(coupon.code, { name: 'Renamed', percentage_rate: '15', description: 'd' });
     expect(res.statusCode, res.body).toBe(200);
-    const updated = res.json<CouponBody>();
+    const updated = res.json<CouponResource>();
     expect(updated).toMatchObject({ id: coupon.id, name: 'Renamed', percentage_rate: '15', description: 'd', frequency: 'forever', coupon_type: 'percentage' });
     expect(updated.created_at).toBe(coupon.created_at);
     expect(Date.parse(updated.updated_at)).toBeGreaterThan(Date.parse(coupon.updated_at));
@@ -274,7 +230,7 @@ describe('coupons: update and terminate', () => {
     const coupon = await createCoupon();
     const res = await api.remove(coupon.code);
     expect(res.statusCode, res.body).toBe(200);
-    const terminated = res.json<CouponBody>();
+    const terminated = res.json<CouponResource>();
     expect(terminated).toMatchObject({ id: coupon.id, status: 'terminated', deleted_at: null });
     expect(terminated.terminated_at).toMatch(ISO_MS_UTC);
     expect((await api.get(coupon.id)).json()).toEqual(terminated);
@@ -284,8 +240,8 @@ describe('coupons: update and terminate', () => {
     expectError(await api.update(coupon.id, { name: 'x' }), 400, 'coupon_terminated');
     // The code names the new active coupon; the terminated one stays readable by id.
     const again = await createCoupon({ code: coupon.code, ...percentage });
-    expect((await api.get(coupon.code)).json<CouponBody>().id).toBe(again.id);
-    expect((await api.get(coupon.id)).json<CouponBody>().status).toBe('terminated');
+    expect((await api.get(coupon.code)).json<CouponResource>().id).toBe(again.id);
+    expect((await api.get(coupon.id)).json<CouponResource>().status).toBe('terminated');
   });
 });
 
@@ -441,7 +397,7 @@ describe('apply', () => {
 describe('applied coupons of a customer', () => {
   it('lists them newest first with paging and a status filter, by customer id or external_id', async () => {
     const customer = await createCustomer();
-    const made: AppliedBody[] = [];
+    const made: AppliedCouponResource[] = [];
     for (let i = 0; i < 3; i++) {
       made.push(await apply((await createCoupon()).code, customer.id));
       await sleep(5);
@@ -450,16 +406,16 @@ describe('applied coupons of a customer', () => {
     const ids = made.map((a) => a.id).reverse();
     const all = await api.applied(customer.external_id);
     expect(all.statusCode, all.body).toBe(200);
-    expect(all.json<AppliedBody[]>().map((a) => a.id)).toEqual(ids);
+    expect(all.json<AppliedCouponResource[]>().map((a) => a.id)).toEqual(ids);
     expect(all.headers['x-total-count']).toBe('3');
     const page = await api.applied(customer.id, '?skip=1&limit=1');
-    expect(page.json<AppliedBody[]>().map((a) => a.id)).toEqual([ids[1]]);
+    expect(page.json<AppliedCouponResource[]>().map((a) => a.id)).toEqual([ids[1]]);
     expect(page.headers['x-total-count']).toBe('3');
     await api.unapply(made[0]!.id);
-    expect((await api.applied(customer.id, '?status=active')).json<AppliedBody[]>().map((a) => a.id)).toEqual(ids.slice(0, 2));
-    expect((await api.applied(customer.id, '?status=terminated')).json<AppliedBody[]>().map((a) => a.id)).toEqual([made[0]!.id]);
+    expect((await api.applied(customer.id, '?status=active')).json<AppliedCouponResource[]>().map((a) => a.id)).toEqual(ids.slice(0, 2));
+    expect((await api.applied(customer.id, '?status=terminated')).json<AppliedCouponResource[]>().map((a) => a.id)).toEqual([made[0]!.id]);
     const slash = await inject('GET', `/v1/customers/${customer.id}/applied_coupons/`);
-    expect(slash.json<AppliedBody[]>()).toHaveLength(3);
+    expect(slash.json<AppliedCouponResource[]>()).toHaveLength(3);
     expectError(await api.applied('no_such_customer'), 404, 'customer_not_found');
     expectError(await api.applied(customer.id, '?limit=0'), 422, 'validation_error');
   });
@@ -469,7 +425,7 @@ describe('applied coupons of a customer', () => {
     const applied = await apply((await createCoupon()).code, customer.id);
     const res = await api.unapply(applied.id);
     expect(res.statusCode, res.body).toBe(200);
-    const terminated = res.json<AppliedBody>();
+    const terminated = res.json<AppliedCouponResource>();
     expect(terminated).toMatchObject({ id: applied.id, status: 'terminated', coupon_id: applied.coupon_id });
     expect(terminated.terminated_at).toMatch(ISO_MS_UTC);
     expect((await api.unapply(applied.id)).json()).toEqual(terminated);
@@ -495,7 +451,7 @@ describe('tenant isolation', () => {
       expectError(await api.update(ref, { name: 'hijacked' }, other.headers), 404, 'coupon_not_found');
       expectError(await api.remove(ref, other.headers), 404, 'coupon_not_found');
     }
-    expect((await api.list('?limit=1000', other.headers)).json<CouponBody[]>().map((c) => c.id)).not.toContain(coupon.id);
+    expect((await api.list('?limit=1000', other.headers)).json<CouponResource[]>().map((c) => c.id)).not.toContain(coupon.id);
     expect((await api.get(coupon.id)).json()).toEqual(coupon);
   });
 

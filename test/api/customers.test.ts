@@ -2,24 +2,9 @@ import { randomUUID } from 'node:crypto';
 // Customers (api-contract.md "Customers"): CRUD, lookups by id and external_id, tenant isolation,
 // strict validation, immutable external_id, soft delete.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CustomerResource } from '../../src/resources/customer';
 import { expectError, expectUnknownFields, expectValidationError, ISO_MS_UTC, sleep, UUID } from '../support/http';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
-
-interface CustomerBody {
-  id: string;
-  organization_id: string;
-  external_id: string;
-  name: string | null;
-  email: string | null;
-  currency: string;
-  billing_metadata: Record<string, string | number | boolean>;
-  net_payment_term: number | null;
-  invoice_grace_period: number | null;
-  timezone: string | null;
-  deleted_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
 
 let stack: TestStack;
 let org: TestOrganization;
@@ -50,10 +35,10 @@ const api = {
     stack.app.inject({ method: 'DELETE', url: `/v1/customers/${encodeURIComponent(id)}`, headers }),
 };
 
-async function createCustomer(payload: Record<string, unknown> = {}, headers: Headers = org.headers): Promise<CustomerBody> {
+async function createCustomer(payload: Record<string, unknown> = {}, headers: Headers = org.headers): Promise<CustomerResource> {
   const res = await api.create({ external_id: nextExternalId(), ...payload }, headers);
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<CustomerBody>();
+  return res.json<CustomerResource>();
 }
 
 describe('create and read', () => {
@@ -61,7 +46,7 @@ describe('create and read', () => {
     const externalId = nextExternalId('defaults');
     const res = await api.create({ external_id: externalId });
     expect(res.statusCode, res.body).toBe(201);
-    const customer = res.json<CustomerBody>();
+    const customer = res.json<CustomerResource>();
     expect(customer).toMatchObject({
       organization_id: org.id,
       external_id: externalId,
@@ -100,7 +85,7 @@ describe('create and read', () => {
     const res = await api.create(payload);
     expect(res.statusCode, res.body).toBe(201);
     expect(res.json()).toMatchObject(payload);
-    const stored = await stack.db.models.Customer.findById(res.json<CustomerBody>().id).lean();
+    const stored = await stack.db.models.Customer.findById(res.json<CustomerResource>().id).lean();
     expect(stored).toMatchObject({ ...payload, organization_id: org.id });
   });
 
@@ -118,7 +103,7 @@ describe('create and read', () => {
     const customer = await createCustomer({ external_id: `acct/42 #${seq}` });
     const res = await api.get(customer.external_id);
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json<CustomerBody>().id).toBe(customer.id);
+    expect(res.json<CustomerResource>().id).toBe(customer.id);
   });
 
   it('filters the list by external_id', async () => {
@@ -145,7 +130,7 @@ describe('create and read', () => {
     expect(body.message).toContain(first.external_id);
     expect(body.existing_customer_id).toBe(first.id);
     const list = await api.list(`?external_id=${encodeURIComponent(first.external_id)}`);
-    expect(list.json<CustomerBody[]>().map((c) => c.name)).toEqual(['First']);
+    expect(list.json<CustomerResource[]>().map((c) => c.name)).toEqual(['First']);
   });
 
   it('allows the same external_id in two organizations', async () => {
@@ -199,7 +184,7 @@ describe('validation', () => {
     const metadata = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`key_${i}`, i % 2 === 0 ? `v${i}` : i]));
     const ok = await api.create({ external_id: nextExternalId('meta50'), billing_metadata: metadata(50) });
     expect(ok.statusCode, ok.body).toBe(201);
-    expect(Object.keys(ok.json<CustomerBody>().billing_metadata)).toHaveLength(50);
+    expect(Object.keys(ok.json<CustomerResource>().billing_metadata)).toHaveLength(50);
 
     expectValidationError(await api.create({ external_id: nextExternalId('meta51'), billing_metadata: metadata(51) }), 'billing_metadata');
     const customer = await createCustomer();
@@ -210,7 +195,7 @@ describe('validation', () => {
     const customer = await createCustomer({ email: 'ok@example.com' });
     expectValidationError(await api.update(customer.id, { email: 'broken' }), 'email');
     expectUnknownFields(await api.update(customer.id, { colour: 'blue' }), ['colour']);
-    expect((await api.get(customer.id)).json<CustomerBody>().email).toBe('ok@example.com');
+    expect((await api.get(customer.id)).json<CustomerResource>().email).toBe('ok@example.com');
   });
 });
 
@@ -225,7 +210,7 @@ describe('update', () => {
       timezone: 'Asia/Kolkata',
     });
     expect(res.statusCode, res.body).toBe(200);
-    const updated = res.json<CustomerBody>();
+    const updated = res.json<CustomerResource>();
     expect(updated).toMatchObject({
       id: customer.id,
       external_id: customer.external_id,
@@ -252,7 +237,7 @@ describe('update', () => {
     const customer = await createCustomer();
     const res = await api.update(customer.external_id, { name: 'Via external id' });
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json<CustomerBody>()).toMatchObject({ id: customer.id, name: 'Via external id' });
+    expect(res.json<CustomerResource>()).toMatchObject({ id: customer.id, name: 'Via external id' });
   });
 
   it('keeps external_id immutable: 422 when changed, 200 when the same', async () => {
@@ -274,7 +259,7 @@ describe('update', () => {
 describe('tenant isolation', () => {
   let a: TestOrganization;
   let b: TestOrganization;
-  let customerOfA: CustomerBody;
+  let customerOfA: CustomerResource;
 
   beforeAll(async () => {
     a = await createOrganization(stack.app, { name: 'Tenant A' });
@@ -300,7 +285,7 @@ describe('tenant isolation', () => {
   it("org B's list does not show org A's customers", async () => {
     const customerOfB = await createCustomer({}, b.headers);
     const res = await api.list('', b.headers);
-    expect(res.json<CustomerBody[]>().map((c) => c.id)).toEqual([customerOfB.id]);
+    expect(res.json<CustomerResource[]>().map((c) => c.id)).toEqual([customerOfB.id]);
     expect(res.headers['x-total-count']).toBe('1');
     const filtered = await api.list(`?external_id=${customerOfA.external_id}`, b.headers);
     expect(filtered.json()).toEqual([]);
@@ -309,8 +294,8 @@ describe('tenant isolation', () => {
 
   it('org B can use the same external_id for its own customer', async () => {
     const customerOfB = await createCustomer({ external_id: customerOfA.external_id }, b.headers);
-    expect((await api.get(customerOfA.external_id, b.headers)).json<CustomerBody>().id).toBe(customerOfB.id);
-    expect((await api.get(customerOfA.external_id, a.headers)).json<CustomerBody>().id).toBe(customerOfA.id);
+    expect((await api.get(customerOfA.external_id, b.headers)).json<CustomerResource>().id).toBe(customerOfB.id);
+    expect((await api.get(customerOfA.external_id, a.headers)).json<CustomerResource>().id).toBe(customerOfA.id);
   });
 
   it('refuses an organization_id in the body (422), creating nothing in the other organization', async () => {
@@ -328,7 +313,7 @@ describe('soft delete', () => {
     const before = Date.now();
     const res = await api.remove(customer.id);
     expect(res.statusCode, res.body).toBe(200);
-    const deleted = res.json<CustomerBody>();
+    const deleted = res.json<CustomerResource>();
     expect(deleted).toMatchObject({ id: customer.id, external_id: customer.external_id, name: 'To delete' });
     expect(deleted.deleted_at).toMatch(ISO_MS_UTC);
     expect(Date.parse(deleted.deleted_at!)).toBeGreaterThanOrEqual(before - 5);
@@ -336,7 +321,7 @@ describe('soft delete', () => {
     expectError(await api.get(customer.id), 404, 'customer_not_found');
     expectError(await api.get(customer.external_id), 404, 'customer_not_found');
     const list = await api.list('?limit=1000');
-    expect(list.json<CustomerBody[]>().map((c) => c.id)).not.toContain(customer.id);
+    expect(list.json<CustomerResource[]>().map((c) => c.id)).not.toContain(customer.id);
     expect(Number(list.headers['x-total-count'])).toBe(countBefore - 1);
     expect((await api.list(`?external_id=${encodeURIComponent(customer.external_id)}`)).json()).toEqual([]);
 
@@ -357,11 +342,11 @@ describe('soft delete', () => {
     expect((await api.remove(first.id)).statusCode).toBe(200);
     const second = await createCustomer({ external_id: first.external_id, name: 'Gen 2' });
     expect(second.id).not.toBe(first.id);
-    expect((await api.get(first.external_id)).json<CustomerBody>()).toMatchObject({ id: second.id, name: 'Gen 2' });
+    expect((await api.get(first.external_id)).json<CustomerResource>()).toMatchObject({ id: second.id, name: 'Gen 2' });
     // ...and deleted again, and created a third time.
     expect((await api.remove(second.external_id)).statusCode).toBe(200);
     const third = await createCustomer({ external_id: first.external_id, name: 'Gen 3' });
-    expect((await api.get(first.external_id)).json<CustomerBody>().id).toBe(third.id);
+    expect((await api.get(first.external_id)).json<CustomerResource>().id).toBe(third.id);
     const dup = await api.create({ external_id: first.external_id });
     expectError(dup, 409, 'already_exists', ['existing_customer_id']);
   });
@@ -376,7 +361,7 @@ describe('soft delete', () => {
       expectError(res, 400, 'customer_has_active_subscriptions');
       const still = await api.get(customer.id);
       expect(still.statusCode).toBe(200);
-      expect(still.json<CustomerBody>().deleted_at).toBeNull();
+      expect(still.json<CustomerResource>().deleted_at).toBeNull();
     });
 
     it('is allowed once the subscription is terminated, and ignores other customers', async () => {
@@ -389,7 +374,7 @@ describe('soft delete', () => {
       ] as never[]);
       const res = await api.remove(customer.id);
       expect(res.statusCode, res.body).toBe(200);
-      expect(res.json<CustomerBody>().deleted_at).not.toBeNull();
+      expect(res.json<CustomerResource>().deleted_at).not.toBeNull();
     });
   });
 });

@@ -1,28 +1,8 @@
 // Organizations and API keys (api-contract.md "Organizations and API keys").
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { OrganizationResource } from '../../src/resources/organization';
 import { expectError, expectUnknownFields, expectValidationError, ISO_MS_UTC, sleep, UUID } from '../support/http';
 import { createOrganization, createTestStack, type TestStack } from '../support/stack';
-
-interface OrganizationBody {
-  id: string;
-  name: string;
-  default_currency: string;
-  timezone: string;
-  net_payment_term: number;
-  invoice_grace_period: number;
-  document_number_prefix: string;
-  email: string | null;
-  legal_name: string | null;
-  address_line1: string | null;
-  address_line2: string | null;
-  city: string | null;
-  zipcode: string | null;
-  state: string | null;
-  country: string | null;
-  events_rate_limit_per_minute: number;
-  created_at: string;
-  updated_at: string;
-}
 
 let stack: TestStack;
 beforeAll(async () => {
@@ -38,7 +18,7 @@ describe('POST /v1/organizations', () => {
   it('creates an organization with the documented defaults and its first API key', async () => {
     const res = await signup({ name: 'Globex Industries' });
     expect(res.statusCode, res.body).toBe(201);
-    const body = res.json<OrganizationBody & { api_key: Record<string, unknown> }>();
+    const body = res.json<OrganizationResource & { api_key: Record<string, unknown> }>();
     expect(body).toMatchObject({
       name: 'Globex Industries',
       default_currency: 'USD',
@@ -78,7 +58,7 @@ describe('POST /v1/organizations', () => {
   ])('defaults document_number_prefix from the letters of %j to %j', async (name, prefix) => {
     const res = await signup({ name });
     expect(res.statusCode, res.body).toBe(201);
-    expect(res.json<OrganizationBody>().document_number_prefix).toBe(prefix);
+    expect(res.json<OrganizationResource>().document_number_prefix).toBe(prefix);
   });
 
   it('keeps every given field', async () => {
@@ -147,7 +127,7 @@ describe('POST /v1/organizations', () => {
 describe('GET and PUT /v1/organizations/current', () => {
   it('answers the organization of the key, without its api key', async () => {
     const created = await signup({ name: 'Current Org', default_currency: 'GBP', timezone: 'Europe/London' });
-    const { api_key: apiKey, ...organization } = created.json<OrganizationBody & { api_key: { raw_key: string } }>();
+    const { api_key: apiKey, ...organization } = created.json<OrganizationResource & { api_key: { raw_key: string } }>();
     const res = await stack.app.inject({
       method: 'GET',
       url: '/v1/organizations/current',
@@ -160,7 +140,7 @@ describe('GET and PUT /v1/organizations/current', () => {
 
   it('updates the given fields, keeps the others, and persists the change', async () => {
     const org = await createOrganization(stack.app, { name: 'Umbrella', email: 'a@umbrella.example', city: 'Raccoon City' });
-    const before = (await stack.app.inject({ method: 'GET', url: '/v1/organizations/current', headers: org.headers })).json<OrganizationBody>();
+    const before = (await stack.app.inject({ method: 'GET', url: '/v1/organizations/current', headers: org.headers })).json<OrganizationResource>();
     await sleep(5);
 
     const changes = {
@@ -175,7 +155,7 @@ describe('GET and PUT /v1/organizations/current', () => {
     };
     const res = await stack.app.inject({ method: 'PUT', url: '/v1/organizations/current', headers: org.headers, payload: changes });
     expect(res.statusCode, res.body).toBe(200);
-    const updated = res.json<OrganizationBody>();
+    const updated = res.json<OrganizationResource>();
     expect(updated).toMatchObject({ ...changes, id: org.id, city: 'Raccoon City', created_at: before.created_at });
     expect(Date.parse(updated.updated_at)).toBeGreaterThan(Date.parse(before.updated_at));
 
@@ -187,10 +167,10 @@ describe('GET and PUT /v1/organizations/current', () => {
 
   it('an empty body changes nothing', async () => {
     const org = await createOrganization(stack.app, { name: 'Stable Org' });
-    const before = (await stack.app.inject({ method: 'GET', url: '/v1/organizations/current', headers: org.headers })).json<OrganizationBody>();
+    const before = (await stack.app.inject({ method: 'GET', url: '/v1/organizations/current', headers: org.headers })).json<OrganizationResource>();
     const res = await stack.app.inject({ method: 'PUT', url: '/v1/organizations/current', headers: org.headers, payload: {} });
     expect(res.statusCode, res.body).toBe(200);
-    const { updated_at: _u, ...rest } = res.json<OrganizationBody>();
+    const { updated_at: _u, ...rest } = res.json<OrganizationResource>();
     const { updated_at: _b, ...expected } = before;
     expect(rest).toEqual(expected);
   });
@@ -215,7 +195,7 @@ describe('GET and PUT /v1/organizations/current', () => {
     const b = await createOrganization(stack.app, { name: 'Beta' });
     await stack.app.inject({ method: 'PUT', url: '/v1/organizations/current', headers: a.headers, payload: { name: 'Alpha Prime' } });
     const bNow = await stack.app.inject({ method: 'GET', url: '/v1/organizations/current', headers: b.headers });
-    expect(bNow.json<OrganizationBody>().name).toBe('Beta');
+    expect(bNow.json<OrganizationResource>().name).toBe('Beta');
   });
 
   it('needs an API key', async () => {

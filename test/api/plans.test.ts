@@ -5,50 +5,10 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SubscriptionStatus } from '../../src/db/models/subscription';
+import type { BillableMetricResource } from '../../src/resources/billable-metric';
+import type { PlanResource } from '../../src/resources/plan';
 import { expectError, expectUnknownFields, expectValidationError, ISO_MS_UTC, sleep, UUID } from '../support/http';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
-
-interface FilterBody {
-  id: string;
-  values: Record<string, string[]>;
-  properties: Record<string, unknown>;
-  invoice_display_name: string | null;
-}
-
-interface ChargeBody {
-  id: string;
-  billable_metric_id: string;
-  charge_model: string;
-  properties: Record<string, unknown>;
-  pay_in_advance: boolean;
-  prorated: boolean;
-  invoiceable: boolean;
-  min_amount_cents: string | null;
-  max_amount_cents: string | null;
-  invoice_display_name: string | null;
-  filters: FilterBody[];
-}
-
-interface PlanBody {
-  id: string;
-  organization_id: string;
-  code: string;
-  name: string;
-  description: string | null;
-  interval: string;
-  amount_cents: number;
-  currency: string;
-  trial_period_days: number;
-  charges: ChargeBody[];
-  deleted_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-interface MetricBody {
-  id: string;
-  code: string;
-}
 
 let stack: TestStack;
 let org: TestOrganization;
@@ -68,7 +28,7 @@ const api = {
     stack.app.inject({ method: 'DELETE', url: `/v1/plans/${encodeURIComponent(id)}`, headers }),
 };
 
-async function createMetric(payload: Record<string, unknown> = {}, headers: Headers = org.headers): Promise<MetricBody> {
+async function createMetric(payload: Record<string, unknown> = {}, headers: Headers = org.headers): Promise<BillableMetricResource> {
   const res = await stack.app.inject({
     method: 'POST',
     url: '/v1/billable_metrics',
@@ -76,13 +36,13 @@ async function createMetric(payload: Record<string, unknown> = {}, headers: Head
     payload: { code: nextCode('bm'), name: 'Metric', aggregation_type: 'count', ...payload },
   });
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<MetricBody>();
+  return res.json<BillableMetricResource>();
 }
 
-async function createPlan(payload: Record<string, unknown> = {}, headers: Headers = org.headers): Promise<PlanBody> {
+async function createPlan(payload: Record<string, unknown> = {}, headers: Headers = org.headers): Promise<PlanResource> {
   const res = await api.create({ code: nextCode(), name: 'Plan', interval: 'monthly', ...payload }, headers);
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<PlanBody>();
+  return res.json<PlanResource>();
 }
 
 async function subscribe(planId: string, status: SubscriptionStatus, field: 'plan_id' | 'previous_plan_id' = 'plan_id'): Promise<void> {
@@ -98,8 +58,8 @@ async function subscribe(planId: string, status: SubscriptionStatus, field: 'pla
   });
 }
 
-let countMetric: MetricBody;
-let regionMetric: MetricBody;
+let countMetric: BillableMetricResource;
+let regionMetric: BillableMetricResource;
 
 beforeAll(async () => {
   stack = await createTestStack();
@@ -129,7 +89,7 @@ describe('create and read', () => {
     const code = nextCode('defaults');
     const res = await api.create({ code, name: 'Starter', interval: 'monthly' });
     expect(res.statusCode, res.body).toBe(201);
-    const plan = res.json<PlanBody>();
+    const plan = res.json<PlanResource>();
     expect(plan).toMatchObject({
       organization_id: org.id,
       code,
@@ -163,7 +123,7 @@ describe('create and read', () => {
     };
     const res = await api.create(payload);
     expect(res.statusCode, res.body).toBe(201);
-    const plan = res.json<PlanBody>();
+    const plan = res.json<PlanResource>();
     expect(plan).toMatchObject({ ...payload, currency: 'EUR', charges: expect.any(Array) });
     expect(plan.charges).toEqual([
       {
@@ -217,7 +177,7 @@ describe('create and read', () => {
     expect(slash.statusCode, slash.body).toBe(201);
     const list = await stack.app.inject({ method: 'GET', url: '/v1/plans/', headers: org.headers });
     expect(list.statusCode).toBe(200);
-    expect(list.json<PlanBody[]>().map((p) => p.id)).toContain(plan.id);
+    expect(list.json<PlanResource[]>().map((p) => p.id)).toContain(plan.id);
   });
 
   it('is 404 plan_not_found for an unknown id or code', async () => {
@@ -245,22 +205,22 @@ describe('create and read', () => {
 
   it('lists plans newest first with paging, X-Total-Count and filters', async () => {
     const own = await createOrganization(stack.app, { name: 'Paging Org' });
-    const made: PlanBody[] = [];
+    const made: PlanResource[] = [];
     for (let i = 0; i < 5; i++) {
       made.push(await createPlan({ interval: i % 2 ? 'weekly' : 'monthly', currency: i === 4 ? 'EUR' : 'USD' }, own.headers));
       await sleep(5);
     }
     const ids = made.map((p) => p.id).reverse();
     const all = await api.list('', own.headers);
-    expect(all.json<PlanBody[]>().map((p) => p.id)).toEqual(ids);
+    expect(all.json<PlanResource[]>().map((p) => p.id)).toEqual(ids);
     expect(all.headers['x-total-count']).toBe('5');
     const page = await api.list('?skip=1&limit=2', own.headers);
-    expect(page.json<PlanBody[]>().map((p) => p.id)).toEqual(ids.slice(1, 3));
+    expect(page.json<PlanResource[]>().map((p) => p.id)).toEqual(ids.slice(1, 3));
     expect(page.headers['x-total-count']).toBe('5');
     const weekly = await api.list('?interval=weekly', own.headers);
-    expect(weekly.json<PlanBody[]>().map((p) => p.id)).toEqual([made[3]!.id, made[1]!.id]);
+    expect(weekly.json<PlanResource[]>().map((p) => p.id)).toEqual([made[3]!.id, made[1]!.id]);
     expect(weekly.headers['x-total-count']).toBe('2');
-    expect((await api.list('?currency=eur', own.headers)).json<PlanBody[]>().map((p) => p.id)).toEqual([made[4]!.id]);
+    expect((await api.list('?currency=eur', own.headers)).json<PlanResource[]>().map((p) => p.id)).toEqual([made[4]!.id]);
     for (const q of ['?limit=0', '?limit=1001', '?skip=-1', '?interval=daily']) expectError(await api.list(q, own.headers), 422, 'validation_error');
   });
 });
@@ -384,7 +344,7 @@ describe('charge models', () => {
     const plan = await createPlan({ charges: [{ billable_metric_id: regionMetric.id, charge_model: model, properties }] });
     expect(plan.charges[0]).toMatchObject({ charge_model: model, properties: stored });
     const read = await api.get(plan.id);
-    expect(read.json<PlanBody>().charges[0]!.properties).toEqual(stored);
+    expect(read.json<PlanResource>().charges[0]!.properties).toEqual(stored);
   });
 
   it('applies the model schema to filter properties too', async () => {
@@ -691,7 +651,7 @@ describe('update', () => {
     await sleep(5);
     const res = await api.update(plan.code, { name: 'Renamed', amount_cents: 2000, description: null });
     expect(res.statusCode, res.body).toBe(200);
-    const updated = res.json<PlanBody>();
+    const updated = res.json<PlanResource>();
     expect(updated).toMatchObject({ id: plan.id, name: 'Renamed', amount_cents: 2000, description: null, interval: 'monthly', charges: plan.charges });
     expect(updated.created_at).toBe(plan.created_at);
     expect(Date.parse(updated.updated_at)).toBeGreaterThan(Date.parse(plan.updated_at));
@@ -722,7 +682,7 @@ describe('update', () => {
       ],
     });
     expect(res.statusCode, res.body).toBe(200);
-    const charges = res.json<PlanBody>().charges;
+    const charges = res.json<PlanResource>().charges;
     expect(charges).toHaveLength(2);
     expect(charges[0]).toMatchObject({ id: kept!.id, properties: { amount: '6' } });
     // The filter with unchanged values keeps its id; a new one gets a new id.
@@ -731,13 +691,13 @@ describe('update', () => {
     expect(charges[1]!.id).toMatch(UUID);
     expect([kept!.id, dropped!.id]).not.toContain(charges[1]!.id);
     const removed = await api.update(plan.id, { charges: [] });
-    expect(removed.json<PlanBody>().charges).toEqual([]);
+    expect(removed.json<PlanResource>().charges).toEqual([]);
   });
 
   it('leaves the charges alone when the body has none', async () => {
     const plan = await createPlan({ charges: [standard(countMetric.id)] });
     const res = await api.update(plan.id, { trial_period_days: 7 });
-    expect(res.json<PlanBody>().charges).toEqual(plan.charges);
+    expect(res.json<PlanResource>().charges).toEqual(plan.charges);
   });
 
   it("is 404 charge_not_found for an id that is not one of the plan's charges", async () => {
@@ -748,7 +708,7 @@ describe('update', () => {
       const body = expectError(res, 404, 'charge_not_found');
       expect(body.message).toContain('charges.0.id');
     }
-    expect((await api.get(plan.id)).json<PlanBody>().charges).toEqual(plan.charges);
+    expect((await api.get(plan.id)).json<PlanResource>().charges).toEqual(plan.charges);
   });
 
   it('is 422 for a charge id given twice or a kept charge with another metric', async () => {
@@ -778,7 +738,7 @@ describe('update', () => {
     const a = await createPlan();
     const b = await createPlan();
     expectError(await api.update(b.id, { code: a.code }), 409, 'already_exists');
-    expect((await api.get(b.id)).json<PlanBody>().code).toBe(b.code);
+    expect((await api.get(b.id)).json<PlanResource>().code).toBe(b.code);
   });
 
   it('refuses to change interval or currency while a subscription uses the plan (400 resource_in_use)', async () => {
@@ -798,13 +758,13 @@ describe('delete', () => {
     const plan = await createPlan({ charges: [standard(countMetric.id)] });
     const res = await api.remove(plan.code);
     expect(res.statusCode, res.body).toBe(200);
-    const deleted = res.json<PlanBody>();
+    const deleted = res.json<PlanResource>();
     expect(deleted.id).toBe(plan.id);
     expect(deleted.deleted_at).toMatch(ISO_MS_UTC);
     expectError(await api.get(plan.id), 404, 'plan_not_found');
     expectError(await api.get(plan.code), 404, 'plan_not_found');
     expectError(await api.remove(plan.id), 404, 'plan_not_found');
-    expect((await api.list('?limit=1000')).json<PlanBody[]>().map((p) => p.id)).not.toContain(plan.id);
+    expect((await api.list('?limit=1000')).json<PlanResource[]>().map((p) => p.id)).not.toContain(plan.id);
     const stored = await stack.db.models.Plan.findById(plan.id).lean();
     expect(stored?.deleted_at).toBeInstanceOf(Date);
     expect(stored?.charges).toHaveLength(1);
@@ -839,8 +799,8 @@ describe('tenant isolation', () => {
       expectError(await api.update(ref, { name: 'hijacked' }, other.headers), 404, 'plan_not_found');
       expectError(await api.remove(ref, other.headers), 404, 'plan_not_found');
     }
-    expect((await api.list('?limit=1000', other.headers)).json<PlanBody[]>().map((p) => p.id)).not.toContain(plan.id);
-    expect((await api.get(plan.id)).json<PlanBody>()).toEqual(plan);
+    expect((await api.list('?limit=1000', other.headers)).json<PlanResource[]>().map((p) => p.id)).not.toContain(plan.id);
+    expect((await api.get(plan.id)).json<PlanResource>()).toEqual(plan);
   });
 
   it("is 404 for a charge on another organization's metric", async () => {

@@ -3,31 +3,9 @@
 // delete, tenant isolation.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AppliedTaxResource, TaxResource } from '../../src/resources/tax';
 import { expectError, expectUnknownFields, expectValidationError, ISO_MS_UTC, sleep, UUID } from '../support/http';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
-
-interface TaxBody {
-  id: string;
-  organization_id: string;
-  code: string;
-  name: string;
-  rate: string;
-  applied_to_organization: boolean;
-  description: string | null;
-  category: string | null;
-  deleted_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-interface AppliedTaxBody {
-  id: string;
-  tax_id: string;
-  tax_code: string;
-  taxable_type: string;
-  taxable_id: string;
-  created_at: string;
-}
 
 let stack: TestStack;
 let org: TestOrganization;
@@ -55,10 +33,10 @@ const api = {
   unapply: (id: string, headers: Headers = org.headers) => inject('DELETE', `/v1/taxes/applied/${encodeURIComponent(id)}`, headers),
 };
 
-async function createTax(payload: Record<string, unknown> = {}, headers: Headers = org.headers): Promise<TaxBody> {
+async function createTax(payload: Record<string, unknown> = {}, headers: Headers = org.headers): Promise<TaxResource> {
   const res = await api.create({ code: nextCode(), name: 'VAT', rate: '0.2', ...payload }, headers);
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<TaxBody>();
+  return res.json<TaxResource>();
 }
 
 async function createCustomer(headers: Headers = org.headers): Promise<{ id: string; external_id: string }> {
@@ -89,10 +67,10 @@ async function insertPlan(organizationId: string, deletedAt: Date | null = null)
   return plan;
 }
 
-async function applyTax(taxCode: string, taxableType: string, taxableId: string, headers: Headers = org.headers): Promise<AppliedTaxBody> {
+async function applyTax(taxCode: string, taxableType: string, taxableId: string, headers: Headers = org.headers): Promise<AppliedTaxResource> {
   const res = await api.apply({ tax_code: taxCode, taxable_type: taxableType, taxable_id: taxableId }, headers);
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<AppliedTaxBody>();
+  return res.json<AppliedTaxResource>();
 }
 
 describe('create and read', () => {
@@ -128,7 +106,7 @@ describe('create and read', () => {
   ])('accepts rate %j and answers it as the plain decimal %s', async (rate, expected) => {
     const tax = await createTax({ rate });
     expect(tax.rate).toBe(expected);
-    expect((await api.get(tax.id)).json<TaxBody>().rate).toBe(expected);
+    expect((await api.get(tax.id)).json<TaxResource>().rate).toBe(expected);
   });
 
   it('stores the rate as Decimal128 and keeps every field', async () => {
@@ -136,7 +114,7 @@ describe('create and read', () => {
     const res = await api.create(payload);
     expect(res.statusCode, res.body).toBe(201);
     expect(res.json()).toMatchObject({ ...payload, rate: '0.0875' });
-    const stored = await stack.db.connection.collection('taxes').findOne({ _id: res.json<TaxBody>().id } as never);
+    const stored = await stack.db.connection.collection('taxes').findOne({ _id: res.json<TaxResource>().id } as never);
     expect(stored?.rate?._bsontype).toBe('Decimal128');
     expect(String(stored?.rate)).toBe('0.0875');
     expect(stored).toMatchObject({ organization_id: org.id, applied_to_organization: true, deleted_at: null });
@@ -157,26 +135,26 @@ describe('create and read', () => {
     const tax = await createTax();
     const body = expectError(await api.create({ code: tax.code, name: 'Again', rate: '0.1' }), 409, 'already_exists');
     expect(body.message).toContain(tax.code);
-    expect((await api.get(tax.code)).json<TaxBody>().rate).toBe('0.2');
+    expect((await api.get(tax.code)).json<TaxResource>().rate).toBe('0.2');
   });
 
   it('lists newest first with X-Total-Count, pages, and filters applied_to_organization', async () => {
     const own = await createOrganization(stack.app, { name: 'Tax list org' });
-    const made: TaxBody[] = [];
+    const made: TaxResource[] = [];
     for (const applied of [false, true, false]) {
       made.push(await createTax({ applied_to_organization: applied }, own.headers));
       await sleep(3);
     }
     for (const url of ['/v1/taxes', '/v1/taxes/']) {
       const res = await inject('GET', url, own.headers);
-      expect(res.json<TaxBody[]>().map((t) => t.id)).toEqual(made.map((t) => t.id).reverse());
+      expect(res.json<TaxResource[]>().map((t) => t.id)).toEqual(made.map((t) => t.id).reverse());
       expect(res.headers['x-total-count']).toBe('3');
     }
     const page = await api.list('?skip=2&limit=5', own.headers);
-    expect(page.json<TaxBody[]>().map((t) => t.id)).toEqual([made[0]!.id]);
+    expect(page.json<TaxResource[]>().map((t) => t.id)).toEqual([made[0]!.id]);
     expect(page.headers['x-total-count']).toBe('3');
     const orgWide = await api.list('?applied_to_organization=true', own.headers);
-    expect(orgWide.json<TaxBody[]>().map((t) => t.id)).toEqual([made[1]!.id]);
+    expect(orgWide.json<TaxResource[]>().map((t) => t.id)).toEqual([made[1]!.id]);
     expect(orgWide.headers['x-total-count']).toBe('1');
     expect((await api.list('?applied_to_organization=false', own.headers)).headers['x-total-count']).toBe('2');
     expectValidationError(await api.list('?limit=1001', own.headers), 'limit');
@@ -215,7 +193,7 @@ describe('update', () => {
     await sleep(5);
     const res = await api.update(tax.code, { name: 'Reduced VAT', rate: 0.055, description: null });
     expect(res.statusCode, res.body).toBe(200);
-    const updated = res.json<TaxBody>();
+    const updated = res.json<TaxResource>();
     expect(updated).toMatchObject({ id: tax.id, code: tax.code, name: 'Reduced VAT', rate: '0.055', description: null, category: 'vat' });
     expect(Date.parse(updated.updated_at)).toBeGreaterThan(Date.parse(tax.updated_at));
     expect((await api.get(tax.id)).json()).toEqual(updated);
@@ -235,7 +213,7 @@ describe('update', () => {
     expectError(await api.update(tax.id, { code: other.code }), 409, 'already_exists');
     const code = nextCode('recoded');
     expect((await api.update(tax.id, { code })).statusCode).toBe(200);
-    expect((await api.get(code)).json<TaxBody>().id).toBe(tax.id);
+    expect((await api.get(code)).json<TaxResource>().id).toBe(tax.id);
     expectError(await api.update(randomUUID(), { name: 'x' }), 404, 'tax_not_found');
   });
 });
@@ -254,7 +232,7 @@ describe('apply', () => {
       taxable_id: customer.id,
       created_at: expect.stringMatching(ISO_MS_UTC),
     });
-    const stored = await stack.db.connection.collection('applied_taxes').findOne({ _id: res.json<AppliedTaxBody>().id } as never);
+    const stored = await stack.db.connection.collection('applied_taxes').findOne({ _id: res.json<AppliedTaxResource>().id } as never);
     expect(stored).toMatchObject({ organization_id: org.id, tax_id: tax.id, taxable_type: 'customer', taxable_id: customer.id });
   });
 
@@ -302,7 +280,7 @@ describe('apply', () => {
     await applyTax(levy.code, 'customer', customer.id);
     await applyTax(vat.code, 'add_on', addOn.id);
     const list = await api.applied({ taxable_type: 'customer', taxable_id: customer.id });
-    expect(list.json<AppliedTaxBody[]>().map((l) => l.tax_code).sort()).toEqual([vat.code, levy.code].sort());
+    expect(list.json<AppliedTaxResource[]>().map((l) => l.tax_code).sort()).toEqual([vat.code, levy.code].sort());
   });
 
   it.each([
@@ -353,9 +331,9 @@ describe('apply', () => {
 });
 
 describe('applied taxes', () => {
-  let tax: TaxBody;
+  let tax: TaxResource;
   let customer: { id: string; external_id: string };
-  const links: AppliedTaxBody[] = [];
+  const links: AppliedTaxResource[] = [];
 
   beforeAll(async () => {
     tax = await createTax();
@@ -374,7 +352,7 @@ describe('applied taxes', () => {
     expect(res.json()).toEqual(links.slice(0, 3).reverse());
     expect(res.headers['x-total-count']).toBe('3');
     const page = await api.applied({ taxable_type: 'customer', taxable_id: customer.id, skip: '1', limit: '1' });
-    expect(page.json<AppliedTaxBody[]>().map((l) => l.id)).toEqual([links[1]!.id]);
+    expect(page.json<AppliedTaxResource[]>().map((l) => l.id)).toEqual([links[1]!.id]);
     expect(page.headers['x-total-count']).toBe('3');
     const slash = await inject('GET', `/v1/taxes/applied/?taxable_type=customer&taxable_id=${customer.id}`, org.headers);
     expect(slash.headers['x-total-count']).toBe('3');
@@ -384,7 +362,7 @@ describe('applied taxes', () => {
     const byExternalId = await api.applied({ taxable_type: 'customer', taxable_id: customer.external_id });
     expect(byExternalId.headers['x-total-count']).toBe('3');
     const ofTax = await api.applied({ tax_code: tax.code });
-    expect(ofTax.json<AppliedTaxBody[]>().map((l) => l.id)).toEqual([links[3]!.id, links[0]!.id]);
+    expect(ofTax.json<AppliedTaxResource[]>().map((l) => l.id)).toEqual([links[3]!.id, links[0]!.id]);
     const none = await api.applied({ tax_code: 'no_such_tax' });
     expect(none.json()).toEqual([]);
     expect(none.headers['x-total-count']).toBe('0');
@@ -409,11 +387,11 @@ describe('delete', () => {
     const tax = await createTax({ name: 'Gone' });
     const res = await inject('DELETE', `/v1/taxes/${tax.code}/`, org.headers);
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json<TaxBody>()).toMatchObject({ id: tax.id, name: 'Gone' });
-    expect(res.json<TaxBody>().deleted_at).toMatch(ISO_MS_UTC);
+    expect(res.json<TaxResource>()).toMatchObject({ id: tax.id, name: 'Gone' });
+    expect(res.json<TaxResource>().deleted_at).toMatch(ISO_MS_UTC);
     expectError(await api.get(tax.id), 404, 'tax_not_found');
     expectError(await api.get(tax.code), 404, 'tax_not_found');
-    expect((await api.list('?limit=1000')).json<TaxBody[]>().map((t) => t.id)).not.toContain(tax.id);
+    expect((await api.list('?limit=1000')).json<TaxResource[]>().map((t) => t.id)).not.toContain(tax.id);
     expect((await stack.db.models.Tax.findById(tax.id).lean())?.deleted_at).toBeInstanceOf(Date);
     expectError(await api.remove(tax.id), 404, 'tax_not_found');
     const again = await createTax({ code: tax.code });
@@ -432,7 +410,7 @@ describe('delete', () => {
     }
     const link = await applyTax(tax.code, type, taxableId);
     expectError(await api.remove(tax.id), 400, 'resource_in_use');
-    expect((await api.get(tax.id)).json<TaxBody>().deleted_at).toBeNull();
+    expect((await api.get(tax.id)).json<TaxResource>().deleted_at).toBeNull();
     expect((await api.unapply(link.id)).statusCode).toBe(200);
     expect((await api.remove(tax.id)).statusCode).toBe(200);
   });
@@ -468,10 +446,10 @@ describe('delete', () => {
 describe('tenant isolation', () => {
   let a: TestOrganization;
   let b: TestOrganization;
-  let taxOfA: TaxBody;
-  let taxOfB: TaxBody;
+  let taxOfA: TaxResource;
+  let taxOfB: TaxResource;
   let customerOfA: { id: string; external_id: string };
-  let linkOfA: AppliedTaxBody;
+  let linkOfA: AppliedTaxResource;
 
   beforeAll(async () => {
     a = await createOrganization(stack.app, { name: 'Tenant A' });
@@ -488,8 +466,8 @@ describe('tenant isolation', () => {
       expectError(await api.update(key, { name: 'Hijacked' }, b.headers), 404, 'tax_not_found');
       expectError(await api.remove(key, b.headers), 404, 'tax_not_found');
     }
-    expect((await api.list('', b.headers)).json<TaxBody[]>().map((t) => t.id)).toEqual([taxOfB.id]);
-    expect((await api.get(taxOfA.id, a.headers)).json<TaxBody>().name).toBe('VAT');
+    expect((await api.list('', b.headers)).json<TaxResource[]>().map((t) => t.id)).toEqual([taxOfB.id]);
+    expect((await api.get(taxOfA.id, a.headers)).json<TaxResource>().name).toBe('VAT');
   });
 
   it("org B can neither apply A's tax nor tax A's customer, plan, charge or add-on", async () => {

@@ -2,24 +2,10 @@
 // amounts > 0, at most one recurring threshold, distinct fixed amounts (409), tenant isolation.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PlanResource } from '../../src/resources/plan';
+import type { UsageThresholdResource } from '../../src/resources/usage-threshold';
 import { expectError, expectUnknownFields, expectValidationError, ISO_MS_UTC, sleep, UUID } from '../support/http';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
-
-interface ThresholdBody {
-  id: string;
-  organization_id: string;
-  plan_id: string;
-  amount_cents: string;
-  recurring: boolean;
-  threshold_display_name: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-interface PlanBody {
-  id: string;
-  code: string;
-}
 
 let stack: TestStack;
 let org: TestOrganization;
@@ -43,16 +29,16 @@ const api = {
   remove: (id: string, headers: Headers = org.headers) => stack.app.inject({ method: 'DELETE', url: `/v1/usage_thresholds/${id}`, headers }),
 };
 
-async function createPlan(headers: Headers = org.headers): Promise<PlanBody> {
+async function createPlan(headers: Headers = org.headers): Promise<PlanResource> {
   const res = await stack.app.inject({ method: 'POST', url: '/v1/plans', headers, payload: { code: nextCode(), name: 'Plan', interval: 'monthly' } });
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<PlanBody>();
+  return res.json<PlanResource>();
 }
 
-async function createThreshold(plan: string, payload: Record<string, unknown> = {}): Promise<ThresholdBody> {
+async function createThreshold(plan: string, payload: Record<string, unknown> = {}): Promise<UsageThresholdResource> {
   const res = await api.create(plan, { amount_cents: 10000, ...payload });
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<ThresholdBody>();
+  return res.json<UsageThresholdResource>();
 }
 
 describe('create and list', () => {
@@ -70,14 +56,14 @@ describe('create and list', () => {
       created_at: expect.stringMatching(ISO_MS_UTC),
       updated_at: expect.stringMatching(ISO_MS_UTC),
     });
-    const stored = await stack.db.connection.collection('usage_thresholds').findOne({ _id: res.json<ThresholdBody>().id as never });
+    const stored = await stack.db.connection.collection('usage_thresholds').findOne({ _id: res.json<UsageThresholdResource>().id as never });
     expect(stored).toMatchObject({ organization_id: org.id, plan_id: plan.id, recurring: false, threshold_display_name: null });
     expect(stored!.amount_cents.constructor.name).toBe('Decimal128');
   });
 
   it('addresses the plan by code and lists its thresholds newest first, with paging', async () => {
     const plan = await createPlan();
-    const made: ThresholdBody[] = [];
+    const made: UsageThresholdResource[] = [];
     for (const [i, amount] of ['100', '200.5', '300'].entries()) {
       made.push(await createThreshold(plan.code, { amount_cents: amount, threshold_display_name: `T${i}` }));
       await sleep(5);
@@ -93,10 +79,10 @@ describe('create and list', () => {
     expect(list.json()).toEqual([...made].reverse());
     expect(list.headers['x-total-count']).toBe('4');
     const page = await api.list(plan.id, '?skip=1&limit=2');
-    expect(page.json<ThresholdBody[]>().map((t) => t.id)).toEqual([made[2]!.id, made[1]!.id]);
+    expect(page.json<UsageThresholdResource[]>().map((t) => t.id)).toEqual([made[2]!.id, made[1]!.id]);
     expect(page.headers['x-total-count']).toBe('4');
     const slash = await stack.app.inject({ method: 'GET', url: `/v1/plans/${plan.id}/usage_thresholds/`, headers: org.headers });
-    expect(slash.json<ThresholdBody[]>()).toHaveLength(4);
+    expect(slash.json<UsageThresholdResource[]>()).toHaveLength(4);
   });
 
   it('is 409 for a second fixed threshold of the same amount, however it is written', async () => {

@@ -1,21 +1,9 @@
 // Webhook endpoints (api-contract.md "Outgoing webhooks"): CRUD, the signing secret shown only at
 // creation and rotation, soft delete, strict validation, tenant isolation.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { WebhookEndpointResource, WebhookEndpointWithSecret } from '../../src/resources/webhook-endpoint';
 import { expectError, expectUnknownFields, expectValidationError, ISO_MS_UTC, UUID } from '../support/http';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
-
-interface EndpointBody {
-  id: string;
-  organization_id: string;
-  url: string;
-  signature_algo: string;
-  status: 'active' | 'inactive';
-  event_types: string[];
-  deleted_at: string | null;
-  created_at: string;
-  updated_at: string;
-  secret?: string;
-}
 
 const SECRET = /^whsec_[A-Za-z0-9_-]{43}$/;
 
@@ -50,10 +38,10 @@ const api = {
     stack.app.inject({ method: 'POST', url: `/v1/webhook_endpoints/${encodeURIComponent(id)}/rotate_secret`, headers }),
 };
 
-async function createEndpoint(payload: Record<string, unknown> = {}, headers: Headers = org.headers): Promise<EndpointBody & { secret: string }> {
+async function createEndpoint(payload: Record<string, unknown> = {}, headers: Headers = org.headers): Promise<WebhookEndpointWithSecret> {
   const res = await api.create({ url: nextUrl(), ...payload }, headers);
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<EndpointBody & { secret: string }>();
+  return res.json<WebhookEndpointWithSecret>();
 }
 
 async function storedSecret(id: string): Promise<string | undefined> {
@@ -74,7 +62,7 @@ describe('create', () => {
     const url = nextUrl('create');
     const res = await api.create({ url });
     expect(res.statusCode, res.body).toBe(201);
-    const endpoint = res.json<EndpointBody>();
+    const endpoint = res.json<WebhookEndpointWithSecret>();
     expect(endpoint).toMatchObject({
       organization_id: org.id,
       url,
@@ -131,20 +119,20 @@ describe('read: the secret is never shown again', () => {
 
   it('the list is newest first, carries X-Total-Count, pages with skip/limit, and shows no secret', async () => {
     const other = await createOrganization(stack.app, { name: 'Listing Org' });
-    const created: (EndpointBody & { secret: string })[] = [];
+    const created: WebhookEndpointWithSecret[] = [];
     for (let i = 0; i < 3; i += 1) created.push(await createEndpoint({}, other.headers));
 
     const res = await api.list('', other.headers);
     expect(res.statusCode, res.body).toBe(200);
     expect(res.headers['x-total-count']).toBe('3');
-    const items = res.json<EndpointBody[]>();
+    const items = res.json<WebhookEndpointResource[]>();
     expect(items.map((e) => e.id)).toEqual(created.map((e) => e.id).reverse());
     for (const e of created) expectNoSecret(res.body, e.secret);
 
     const page = await api.list('?skip=1&limit=1', other.headers);
     expect(page.statusCode, page.body).toBe(200);
     expect(page.headers['x-total-count']).toBe('3');
-    expect(page.json<EndpointBody[]>().map((e) => e.id)).toEqual([created[1]!.id]);
+    expect(page.json<WebhookEndpointResource[]>().map((e) => e.id)).toEqual([created[1]!.id]);
   });
 
   it('is 404 webhook_endpoint_not_found for an unknown id', async () => {
@@ -158,12 +146,12 @@ describe('update', () => {
     const url = nextUrl('moved');
     const res = await api.update(created.id, { url, status: 'inactive', event_types: ['customer.created', 'payment.failed'] });
     expect(res.statusCode, res.body).toBe(200);
-    const updated = res.json<EndpointBody>();
+    const updated = res.json<WebhookEndpointResource>();
     expect(updated).toMatchObject({ id: created.id, url, status: 'inactive', signature_algo: 'hmac', deleted_at: null });
     expect([...updated.event_types].sort()).toEqual(['customer.created', 'payment.failed']);
     expectNoSecret(res.body, created.secret);
 
-    const read = (await api.get(created.id)).json<EndpointBody>();
+    const read = (await api.get(created.id)).json<WebhookEndpointResource>();
     expect(read).toMatchObject({ url, status: 'inactive' });
     expect([...read.event_types].sort()).toEqual(['customer.created', 'payment.failed']);
     // Updating does not change the secret.
@@ -174,11 +162,11 @@ describe('update', () => {
     const created = await createEndpoint({ event_types: ['invoice.paid'] });
     const deactivated = await api.update(created.id, { status: 'inactive' });
     expect(deactivated.statusCode, deactivated.body).toBe(200);
-    expect(deactivated.json<EndpointBody>()).toMatchObject({ url: created.url, status: 'inactive', event_types: ['invoice.paid'] });
+    expect(deactivated.json<WebhookEndpointResource>()).toMatchObject({ url: created.url, status: 'inactive', event_types: ['invoice.paid'] });
 
     const back = await api.update(created.id, { status: 'active', event_types: [] });
     expect(back.statusCode, back.body).toBe(200);
-    expect(back.json<EndpointBody>()).toMatchObject({ url: created.url, status: 'active', event_types: [] });
+    expect(back.json<WebhookEndpointResource>()).toMatchObject({ url: created.url, status: 'active', event_types: [] });
   });
 
   it('PUT is 404 for an unknown id', async () => {
@@ -192,7 +180,7 @@ describe('delete', () => {
     const keep = await createEndpoint();
     const res = await api.remove(created.id);
     expect(res.statusCode, res.body).toBe(200);
-    const deleted = res.json<EndpointBody>();
+    const deleted = res.json<WebhookEndpointResource>();
     expect(deleted.id).toBe(created.id);
     expect(deleted.deleted_at).toMatch(ISO_MS_UTC);
     expectNoSecret(res.body, created.secret);
@@ -208,7 +196,7 @@ describe('delete', () => {
     expectError(await api.remove(created.id), 404, 'webhook_endpoint_not_found');
 
     const list = await api.list('?limit=1000');
-    const ids = list.json<EndpointBody[]>().map((e) => e.id);
+    const ids = list.json<WebhookEndpointResource[]>().map((e) => e.id);
     expect(ids).not.toContain(created.id);
     expect(ids).toContain(keep.id);
     expect(Number(list.headers['x-total-count'])).toBe(ids.length);
@@ -220,7 +208,7 @@ describe('rotate_secret', () => {
     const created = await createEndpoint();
     const res = await api.rotate(created.id);
     expect(res.statusCode, res.body).toBe(200);
-    const rotated = res.json<EndpointBody & { secret: string }>();
+    const rotated = res.json<WebhookEndpointWithSecret>();
     expect(rotated).toMatchObject({ id: created.id, url: created.url, status: 'active' });
     expect(rotated.secret).toMatch(SECRET);
     expect(rotated.secret).not.toBe(created.secret);
@@ -298,7 +286,7 @@ describe('validation', () => {
     const unknown = expectUnknownFields(await api.update(created.id, { secret: 'whsec_x' }), ['secret']);
     expect(unknown.errors.map((e) => e.path)).toEqual(['secret']);
 
-    const read = (await api.get(created.id)).json<EndpointBody>();
+    const read = (await api.get(created.id)).json<WebhookEndpointResource>();
     expect(read).toMatchObject({ url: created.url, status: 'active', event_types: ['invoice.paid'] });
     expect(await storedSecret(created.id)).toBe(created.secret);
   });
@@ -359,16 +347,16 @@ describe('tenant isolation', () => {
     const listB = await api.list('?limit=1000', orgB.headers);
     expect(listB.statusCode).toBe(200);
     expect(listB.headers['x-total-count']).toBe('1');
-    expect(listB.json<EndpointBody[]>().map((e) => e.id)).toEqual([ownB.id]);
+    expect(listB.json<WebhookEndpointResource[]>().map((e) => e.id)).toEqual([ownB.id]);
 
     // Nothing changed for the owner.
     const read = await api.get(created.id);
     expect(read.statusCode).toBe(200);
-    expect(read.json<EndpointBody>()).toMatchObject({ url: created.url, status: 'active', deleted_at: null, event_types: ['invoice.paid'] });
+    expect(read.json<WebhookEndpointResource>()).toMatchObject({ url: created.url, status: 'active', deleted_at: null, event_types: ['invoice.paid'] });
     expect(await storedSecret(created.id)).toBe(created.secret);
 
     // And the other way round.
     expectError(await api.get(ownB.id), 404, 'webhook_endpoint_not_found');
-    expect((await api.list('?limit=1000')).json<EndpointBody[]>().map((e) => e.id)).not.toContain(ownB.id);
+    expect((await api.list('?limit=1000')).json<WebhookEndpointResource[]>().map((e) => e.id)).not.toContain(ownB.id);
   });
 });
