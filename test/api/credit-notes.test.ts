@@ -7,31 +7,9 @@ import { Types } from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InvoiceDoc } from '../../src/db/models/invoice';
 import type { FeeDoc } from '../../src/db/models/fee';
+import type { CreditNoteResource } from '../../src/resources/credit-note';
 import { expectError, expectUnknownFields, expectValidationError, ISO_MS_UTC, UUID } from '../support/http';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
-
-interface CreditNoteBody {
-  id: string;
-  organization_id: string;
-  customer_id: string;
-  invoice_id: string;
-  number: string;
-  sequential_id: number;
-  issuing_date: string;
-  currency: string;
-  status: 'draft' | 'finalized' | 'voided';
-  credit_note_type: 'credit';
-  reason: string;
-  description: string | null;
-  credit_amount_cents: string;
-  balance_amount_cents: string;
-  items: { id: string; fee_id: string; amount_cents: string }[];
-  applications: { invoice_id: string; amount_cents: string; applied_at: string }[];
-  finalized_at: string | null;
-  voided_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
 
 let stack: TestStack;
 let clock = new Date('2026-11-21T10:00:00.000Z');
@@ -116,10 +94,10 @@ async function invoiceWithFee(total: Decimal.Value = 1000) {
   return { invoice, fee };
 }
 
-async function createNote(payload: Record<string, unknown>, headers: Headers = org.headers): Promise<CreditNoteBody> {
+async function createNote(payload: Record<string, unknown>, headers: Headers = org.headers): Promise<CreditNoteResource> {
   const res = await api.create(payload, headers);
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<CreditNoteBody>();
+  return res.json<CreditNoteResource>();
 }
 
 describe('create and read', () => {
@@ -268,14 +246,14 @@ describe('state transitions', () => {
     const note = await createNote({ invoice_id: invoice._id, reason: 'order_change', items: [{ fee_id: fee._id, amount_cents: 100 }] });
     const res = await api.void(note.id);
     expect(res.statusCode).toBe(200);
-    expect(res.json<CreditNoteBody>().status).toBe('voided');
-    expect(res.json<CreditNoteBody>().finalized_at).toBeNull();
+    expect(res.json<CreditNoteResource>().status).toBe('voided');
+    expect(res.json<CreditNoteResource>().finalized_at).toBeNull();
   });
 
   it('records credit_note.created and credit_note.finalized events with the resource', async () => {
     const { invoice, fee } = await invoiceWithFee(100);
     const note = await createNote({ invoice_id: invoice._id, reason: 'product_unsatisfactory', items: [{ fee_id: fee._id, amount_cents: 40 }] });
-    const finalized = (await api.finalize(note.id)).json<CreditNoteBody>();
+    const finalized = (await api.finalize(note.id)).json<CreditNoteResource>();
     const events = await stack.db.models.LifecycleEvent.find({ organization_id: org.id, 'object.id': note.id }).lean();
     const byType = new Map(events.map((e) => [e.type, e.object]));
     expect([...byType.keys()].sort()).toEqual(['credit_note.created', 'credit_note.finalized']);
@@ -293,7 +271,7 @@ describe('lists', () => {
     const bobInvoice = await seedInvoice(lister, bob.id);
     const aliceFee = await seedFee(aliceInvoice, 1000);
     const bobFee = await seedFee(bobInvoice, 1000);
-    const notes: CreditNoteBody[] = [];
+    const notes: CreditNoteResource[] = [];
     for (const [minute, invoice, fee] of [
       [1, aliceInvoice, aliceFee],
       [2, bobInvoice, bobFee],
@@ -307,9 +285,9 @@ describe('lists', () => {
     const all = await api.list('', lister.headers);
     expect(all.statusCode).toBe(200);
     expect(all.headers['x-total-count']).toBe('3');
-    expect(all.json<CreditNoteBody[]>().map((n) => n.id)).toEqual([notes[2]!.id, notes[1]!.id, notes[0]!.id]);
+    expect(all.json<CreditNoteResource[]>().map((n) => n.id)).toEqual([notes[2]!.id, notes[1]!.id, notes[0]!.id]);
 
-    const ids = async (query: string) => (await api.list(query, lister.headers)).json<CreditNoteBody[]>().map((n) => n.id);
+    const ids = async (query: string) => (await api.list(query, lister.headers)).json<CreditNoteResource[]>().map((n) => n.id);
     expect(await ids(`?customer_id=${alice.id}`)).toEqual([notes[2]!.id, notes[0]!.id]);
     expect(await ids(`?customer_id=${encodeURIComponent(alice.external_id)}`)).toEqual([notes[2]!.id, notes[0]!.id]);
     expect(await ids(`?invoice_id=${bobInvoice._id}`)).toEqual([notes[1]!.id]);
@@ -318,7 +296,7 @@ describe('lists', () => {
     expect(await ids('?customer_id=nobody')).toEqual([]);
     const page = await api.list('?skip=1&limit=1', lister.headers);
     expect(page.headers['x-total-count']).toBe('3');
-    expect(page.json<CreditNoteBody[]>().map((n) => n.id)).toEqual([notes[1]!.id]);
+    expect(page.json<CreditNoteResource[]>().map((n) => n.id)).toEqual([notes[1]!.id]);
     expectValidationError(await api.list('?status=open', lister.headers), 'status');
     expectValidationError(await api.list('?limit=0', lister.headers), 'limit');
   });
@@ -341,7 +319,7 @@ describe('tenant isolation', () => {
     expect(list.json()).toEqual([]);
     expect((await api.list('', intruder.headers)).headers['x-total-count']).toBe('0');
 
-    const untouched = (await api.get(note.id)).json<CreditNoteBody>();
+    const untouched = (await api.get(note.id)).json<CreditNoteResource>();
     expect(untouched.status).toBe('draft');
     const stored = await stack.db.models.Fee.findById(fee._id).lean();
     expect(new Decimal(String(stored!.credited_amount_cents)).toFixed(4)).toBe('10.0000');

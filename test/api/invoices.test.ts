@@ -12,71 +12,20 @@ import { randomUUID } from 'node:crypto';
 import Decimal from 'decimal.js';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { z } from 'zod';
+import type { CreditNoteResource } from '../../src/resources/credit-note';
+import type { CustomerResource } from '../../src/resources/customer';
+import type { feeResource, InvoiceResource } from '../../src/resources/invoice';
+import type { WalletResource } from '../../src/resources/wallet';
+import type { WalletTransactionResource } from '../../src/resources/wallet-transaction';
 import { eventually, expectError, expectUnknownFields, expectValidationError, ISO_MS_UTC, sleep, UUID, injectAs, ok, type Method } from '../support/http';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
 import { startStackWorker, type StackWorker } from '../support/worker';
 
-interface AppliedTaxBody {
-  tax_id: string;
-  tax_code: string;
-  tax_rate: string;
-  amount_cents: string;
-}
+/** A fee as the API returns it (src/resources/invoice.ts exports its schema, not a type for it). */
+type FeeResource = z.output<typeof feeResource>;
 
-interface FeeBody {
-  id: string;
-  invoice_id: string;
-  customer_id: string;
-  subscription_id: string | null;
-  fee_type: string;
-  add_on_id: string | null;
-  invoice_display_name: string | null;
-  currency: string;
-  units: string;
-  unit_amount_cents: string;
-  amount_cents: string;
-  taxes_amount_cents: string;
-  total_amount_cents: string;
-  credited_amount_cents: string;
-  applied_taxes: AppliedTaxBody[];
-  payment_status: string;
-  created_at: string;
-}
-
-interface InvoiceBody {
-  id: string;
-  organization_id: string;
-  customer_id: string;
-  subscription_id: string | null;
-  invoice_type: 'subscription' | 'add_on' | 'credit' | 'one_off' | 'progressive_billing';
-  status: 'draft' | 'finalized' | 'paid' | 'voided';
-  number: string;
-  invoice_number: string;
-  currency: string;
-  issuing_date: string | null;
-  payment_due_date: string | null;
-  net_payment_term: number;
-  payment_status: 'pending' | 'succeeded' | 'failed';
-  payment_overdue: boolean;
-  fees_amount_cents: string;
-  subtotal: string;
-  tax_amount: string;
-  coupons_amount_cents: string;
-  progressive_billing_credit_amount_cents: string;
-  credit_notes_amount_cents: string;
-  prepaid_credit_amount: string;
-  total: string;
-  applied_taxes: (AppliedTaxBody & { fees_amount_cents: string })[];
-  applied_coupons: { applied_coupon_id: string; coupon_id: string; coupon_code: string; amount_cents: string }[];
-  metadata: Record<string, unknown>;
-  fees?: FeeBody[];
-  finalized_at: string | null;
-  paid_at: string | null;
-  voided_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
+/** GET /v1/invoices/{id}/settlements' rows (their schema is private to the route). */
 interface SettlementBody {
   id: string;
   invoice_id: string;
@@ -84,35 +33,6 @@ interface SettlementBody {
   source_id: string;
   amount_cents: string;
   created_at: string;
-}
-
-interface WalletBody {
-  id: string;
-  balance_cents: string;
-  credits_balance: string;
-  priority: number;
-}
-
-interface WalletTransactionBody {
-  id: string;
-  wallet_id: string;
-  transaction_type: 'inbound' | 'outbound';
-  status: string;
-  amount: string;
-  invoice_id: string | null;
-}
-
-interface CreditNoteBody {
-  id: string;
-  status: string;
-  balance_amount_cents: string;
-  credit_amount_cents: string;
-  applications: { invoice_id: string; amount_cents: string }[];
-}
-
-interface CustomerBody {
-  id: string;
-  external_id: string;
 }
 
 let stack: TestStack;
@@ -155,14 +75,14 @@ async function newOrg(overrides: Record<string, unknown> = {}): Promise<TestOrga
   return { ...org, prefix };
 }
 
-async function newCustomer(org: TestOrganization, extra: Record<string, unknown> = {}): Promise<CustomerBody> {
-  return ok<CustomerBody>(await call(org, 'POST', '/v1/customers', { external_id: `cus_${randomUUID()}`, currency: 'USD', ...extra }), 201);
+async function newCustomer(org: TestOrganization, extra: Record<string, unknown> = {}): Promise<CustomerResource> {
+  return ok<CustomerResource>(await call(org, 'POST', '/v1/customers', { external_id: `cus_${randomUUID()}`, currency: 'USD', ...extra }), 201);
 }
 
 type Line = { add_on_code?: string; description?: string; quantity?: string; unit_price?: string };
 
-async function oneOff(org: TestOrganization, customerId: string, lineItems: Line[]): Promise<InvoiceBody> {
-  return ok<InvoiceBody>(await call(org, 'POST', '/v1/invoices/one_off', { customer_id: customerId, line_items: lineItems }), 201);
+async function oneOff(org: TestOrganization, customerId: string, lineItems: Line[]): Promise<InvoiceResource> {
+  return ok<InvoiceResource>(await call(org, 'POST', '/v1/invoices/one_off', { customer_id: customerId, line_items: lineItems }), 201);
 }
 
 const getInvoice = (org: TestOrganization, id: string) => call(org, 'GET', `/v1/invoices/${id}`);
@@ -170,11 +90,11 @@ const action = (org: TestOrganization, id: string, name: 'finalize' | 'pay' | 'v
 const remove = (org: TestOrganization, id: string) => call(org, 'DELETE', `/v1/invoices/${id}`);
 
 /** The workflow finalizes asynchronously: poll until the invoice reaches one of `statuses`. */
-async function waitForInvoice(org: TestOrganization, id: string, statuses: InvoiceBody['status'][]): Promise<InvoiceBody> {
+async function waitForInvoice(org: TestOrganization, id: string, statuses: InvoiceResource['status'][]): Promise<InvoiceResource> {
   return eventually(
     async () => {
       assertWorkerAlive();
-      const body = ok<InvoiceBody>(await getInvoice(org, id));
+      const body = ok<InvoiceResource>(await getInvoice(org, id));
       return statuses.includes(body.status) ? body : undefined;
     },
     30_000,
@@ -214,16 +134,16 @@ async function createAddOn(org: TestOrganization, code: string, amountCents: str
   return ok(await call(org, 'POST', '/v1/add_ons', { code, name: `Add-on ${code}`, amount_cents: amountCents, amount_currency: 'USD', ...extra }), 201);
 }
 
-async function createWallet(org: TestOrganization, customerId: string, credits: string, priority: number): Promise<WalletBody> {
-  const wallet = ok<WalletBody>(await call(org, 'POST', '/v1/wallets', { customer_id: customerId, name: `w-${priority}-${credits}`, priority, initial_granted_credits: credits }), 201);
+async function createWallet(org: TestOrganization, customerId: string, credits: string, priority: number): Promise<WalletResource> {
+  const wallet = ok<WalletResource>(await call(org, 'POST', '/v1/wallets', { customer_id: customerId, name: `w-${priority}-${credits}`, priority, initial_granted_credits: credits }), 201);
   // Creation dates are the consumption order within a priority: keep them distinct.
   await sleep(15);
   return wallet;
 }
 
-const getWallet = async (org: TestOrganization, id: string) => ok<WalletBody>(await call(org, 'GET', `/v1/wallets/${id}`));
+const getWallet = async (org: TestOrganization, id: string) => ok<WalletResource>(await call(org, 'GET', `/v1/wallets/${id}`));
 const outboundOf = async (org: TestOrganization, walletId: string) =>
-  ok<WalletTransactionBody[]>(await call(org, 'GET', `/v1/wallets/${walletId}/transactions?transaction_type=outbound`));
+  ok<WalletTransactionResource[]>(await call(org, 'GET', `/v1/wallets/${walletId}/transactions?transaction_type=outbound`));
 const settlementsOf = async (org: TestOrganization, invoiceId: string) => {
   const res = await call(org, 'GET', `/v1/invoices/${invoiceId}/settlements`);
   const rows = ok<SettlementBody[]>(res);
@@ -233,9 +153,9 @@ const settlementsOf = async (org: TestOrganization, invoiceId: string) => {
 const settlementTuples = (rows: SettlementBody[]) => rows.map((r) => [r.settlement_type, r.source_id, r.amount_cents]).sort();
 
 /** A finalized credit note of `amount` on `fee` of a finalized invoice. */
-async function finalizedCreditNote(org: TestOrganization, invoiceId: string, feeId: string, amount: string): Promise<CreditNoteBody> {
-  const created = ok<CreditNoteBody>(await call(org, 'POST', '/v1/credit_notes', { invoice_id: invoiceId, reason: 'order_change', items: [{ fee_id: feeId, amount_cents: amount }] }), 201);
-  const finalized = ok<CreditNoteBody>(await call(org, 'POST', `/v1/credit_notes/${created.id}/finalize`));
+async function finalizedCreditNote(org: TestOrganization, invoiceId: string, feeId: string, amount: string): Promise<CreditNoteResource> {
+  const created = ok<CreditNoteResource>(await call(org, 'POST', '/v1/credit_notes', { invoice_id: invoiceId, reason: 'order_change', items: [{ fee_id: feeId, amount_cents: amount }] }), 201);
+  const finalized = ok<CreditNoteResource>(await call(org, 'POST', `/v1/credit_notes/${created.id}/finalize`));
   expect(finalized).toMatchObject({ status: 'finalized', balance_amount_cents: s4(amount) });
   return finalized;
 }
@@ -246,9 +166,9 @@ const expectInvalidTransition = (res: LightMyRequestResponse) => expectError(res
 
 describe('one-off invoice totals: taxes', () => {
   let org: TestOrganization & { prefix: string };
-  let plain: CustomerBody; // only the organization's default tax reaches it
-  let taxedCustomer: CustomerBody; // one customer-level tax
-  let twoTaxes: CustomerBody; // two customer-level taxes
+  let plain: CustomerResource; // only the organization's default tax reaches it
+  let taxedCustomer: CustomerResource; // one customer-level tax
+  let twoTaxes: CustomerResource; // two customer-level taxes
   let addOn: { id: string; code: string };
 
   beforeAll(async () => {
@@ -380,7 +300,7 @@ describe('one-off invoice totals: taxes', () => {
 
   it('POST /v1/add_ons/apply bills the add-on on an add_on invoice, with units and an amount override', async () => {
     const res = await call(org, 'POST', '/v1/add_ons/apply', { add_on_code: 'premium', customer_id: taxedCustomer.external_id, units: '3', amount_cents: '250.5' });
-    const invoice = ok<InvoiceBody>(res, 201);
+    const invoice = ok<InvoiceResource>(res, 201);
     // 3 x 250.5 (the override replaces the add-on's 5000) = 751.5; 5 % add-on tax = 37.575.
     const line = fee4(dec('250.5').times(3));
     const tax = fee4(line.times('0.05'));
@@ -400,12 +320,12 @@ describe('one-off invoice totals: taxes', () => {
     expect(invoice.fees![0]).toMatchObject({ fee_type: 'add_on', add_on_id: addOn.id, units: s4(3), unit_amount_cents: s4('250.5'), amount_cents: s4(line), taxes_amount_cents: s4(tax) });
 
     // Without overrides: one unit at the add-on's price, 5000 + 5 % = 5250.
-    const plainApply = ok<InvoiceBody>(await call(org, 'POST', '/v1/add_ons/apply', { add_on_code: addOn.id, customer_id: plain.id }), 201);
+    const plainApply = ok<InvoiceResource>(await call(org, 'POST', '/v1/add_ons/apply', { add_on_code: addOn.id, customer_id: plain.id }), 201);
     expect(plainApply).toMatchObject({ invoice_type: 'add_on', subtotal: s4(5000), tax_amount: s4(250), total: s4(5250) });
     expect(plainApply.fees![0]).toMatchObject({ units: s4(1), unit_amount_cents: s4(5000) });
 
     // The invoices are listed as add_on invoices.
-    const list = ok<InvoiceBody[]>(await call(org, 'GET', '/v1/invoices?invoice_type=add_on'));
+    const list = ok<InvoiceResource[]>(await call(org, 'GET', '/v1/invoices?invoice_type=add_on'));
     expect(list.map((i) => i.id).sort()).toEqual([invoice.id, plainApply.id].sort());
   });
 });
@@ -423,7 +343,7 @@ describe('one-off invoice totals: coupons (after taxes, on the pre-tax subtotal,
     ok(await coupon({ code: 'PCT10', name: 'Ten percent', coupon_type: 'percentage', percentage_rate: '10' }), 201);
   });
 
-  async function customerWithCoupons(codes: string[]): Promise<CustomerBody> {
+  async function customerWithCoupons(codes: string[]): Promise<CustomerResource> {
     const customer = await newCustomer(org);
     for (const code of codes) {
       ok(await call(org, 'POST', '/v1/coupons/apply', { coupon_code: code, customer_id: customer.id }), 201);
@@ -569,12 +489,12 @@ describe('credit notes then wallets at finalization', () => {
       const outbound = await outboundOf(org, wallet.id);
       expect(outbound.map((t) => [t.invoice_id, t.amount, t.status])).toEqual([[invoice.id, s4(consumed), 'invoiced']]);
     }
-    const noteNow = ok<CreditNoteBody>(await call(org, 'GET', `/v1/credit_notes/${note.id}`));
+    const noteNow = ok<CreditNoteResource>(await call(org, 'GET', `/v1/credit_notes/${note.id}`));
     expect(noteNow.balance_amount_cents).toBe(s4(0));
     expect(noteNow.applications.map((a) => [a.invoice_id, a.amount_cents])).toEqual([[invoice.id, s4(1200)]]);
 
     // Paying settles exactly what is left: 900.
-    const paid = ok<InvoiceBody>(await action(org, invoice.id, 'pay'));
+    const paid = ok<InvoiceResource>(await action(org, invoice.id, 'pay'));
     expect(paid).toMatchObject({ status: 'paid', payment_status: 'succeeded', total: s4(total) });
     expect(paid.paid_at).toMatch(ISO_MS_UTC);
     const after = await settlementsOf(org, invoice.id);
@@ -620,7 +540,7 @@ describe('credit notes then wallets at finalization', () => {
     expect((await getWallet(org, p2.id)).balance_cents).toBe(s4(1000)); // untouched
     expect(await outboundOf(org, p2.id)).toEqual([]);
     expect((await outboundOf(org, p1New.id)).map((t) => [t.invoice_id, t.amount])).toEqual([[invoice.id, s4(fromP1New)]]);
-    expect(ok<CreditNoteBody>(await call(org, 'GET', `/v1/credit_notes/${note.id}`)).balance_amount_cents).toBe(s4(0));
+    expect(ok<CreditNoteResource>(await call(org, 'GET', `/v1/credit_notes/${note.id}`)).balance_amount_cents).toBe(s4(0));
 
     // invoice.paid exactly once, beside invoice.created and invoice.finalized.
     expect(await waitForEvents(org.id, invoice.id, ['invoice.created', 'invoice.finalized', 'invoice.paid'])).toEqual(['invoice.created', 'invoice.finalized', 'invoice.paid']);
@@ -631,7 +551,7 @@ describe('credit notes then wallets at finalization', () => {
 
 describe('lifecycle transitions through the API', () => {
   let org: TestOrganization & { prefix: string };
-  let customer: CustomerBody;
+  let customer: CustomerResource;
 
   beforeAll(async () => {
     org = await newOrg({ invoice_grace_period: 30, net_payment_term: 30 });
@@ -646,12 +566,12 @@ describe('lifecycle transitions through the API', () => {
     expectInvalidTransition(await action(org, d.id, 'pay'));
     expectInvalidTransition(await action(org, d.id, 'void'));
 
-    const updated = ok<InvoiceBody>(await call(org, 'PUT', `/v1/invoices/${d.id}`, { metadata: { po: 'PO-7' }, net_payment_term: 10 }));
+    const updated = ok<InvoiceResource>(await call(org, 'PUT', `/v1/invoices/${d.id}`, { metadata: { po: 'PO-7' }, net_payment_term: 10 }));
     expect(updated).toMatchObject({ status: 'draft', metadata: { po: 'PO-7' }, net_payment_term: 10 });
-    const refreshed = ok<InvoiceBody>(await action(org, d.id, 'refresh'));
+    const refreshed = ok<InvoiceResource>(await action(org, d.id, 'refresh'));
     expect(refreshed).toMatchObject({ id: d.id, status: 'draft', total: s4(1000) });
 
-    const finalized = ok<InvoiceBody>(await action(org, d.id, 'finalize'));
+    const finalized = ok<InvoiceResource>(await action(org, d.id, 'finalize'));
     expect(finalized).toMatchObject({ status: 'finalized', payment_status: 'pending', metadata: { po: 'PO-7' }, net_payment_term: 10, total: s4(1000) });
     expect(finalized.number).toMatch(new RegExp(`^${org.prefix}-\\d{6}$`));
     expect(finalized.invoice_number).toBe(finalized.number);
@@ -661,15 +581,15 @@ describe('lifecycle transitions through the API', () => {
     const due = new Date(`${finalized.issuing_date!}T00:00:00.000Z`);
     due.setUTCDate(due.getUTCDate() + 10);
     expect(finalized.payment_due_date).toBe(due.toISOString().slice(0, 10));
-    expect(ok<InvoiceBody>(await getInvoice(org, d.id)).status).toBe('finalized');
+    expect(ok<InvoiceResource>(await getInvoice(org, d.id)).status).toBe('finalized');
 
     expectInvalidTransition(await action(org, d.id, 'finalize'));
     expectInvalidTransition(await call(org, 'PUT', `/v1/invoices/${d.id}`, { metadata: { po: 'late' } }));
     expectInvalidTransition(await action(org, d.id, 'refresh'));
     expectInvalidTransition(await remove(org, d.id));
-    expect(ok<InvoiceBody>(await getInvoice(org, d.id)).metadata).toEqual({ po: 'PO-7' });
+    expect(ok<InvoiceResource>(await getInvoice(org, d.id)).metadata).toEqual({ po: 'PO-7' });
 
-    const paid = ok<InvoiceBody>(await action(org, d.id, 'pay'));
+    const paid = ok<InvoiceResource>(await action(org, d.id, 'pay'));
     expect(paid).toMatchObject({ status: 'paid', payment_status: 'succeeded', number: finalized.number });
     expect(paid.paid_at).toMatch(ISO_MS_UTC);
     expect(settlementTuples(await settlementsOf(org, d.id)).map(([type, , amount]) => [type, amount])).toEqual([['payment', s4(1000)]]);
@@ -678,31 +598,31 @@ describe('lifecycle transitions through the API', () => {
     for (const name of ['finalize', 'pay', 'void', 'refresh'] as const) expectInvalidTransition(await action(org, d.id, name));
     expectInvalidTransition(await remove(org, d.id));
     expectInvalidTransition(await call(org, 'PUT', `/v1/invoices/${d.id}`, { net_payment_term: 5 }));
-    expect(ok<InvoiceBody>(await getInvoice(org, d.id)).status).toBe('paid');
+    expect(ok<InvoiceResource>(await getInvoice(org, d.id)).status).toBe('paid');
     expect(await waitForEvents(org.id, d.id, ['invoice.created', 'invoice.finalized', 'invoice.paid'])).toEqual(['invoice.created', 'invoice.finalized', 'invoice.paid']);
   });
 
   it('finalized: void; then void, pay, finalize and DELETE refused', async () => {
     const d = await draft();
     ok(await action(org, d.id, 'finalize'));
-    const voided = ok<InvoiceBody>(await action(org, d.id, 'void'));
+    const voided = ok<InvoiceResource>(await action(org, d.id, 'void'));
     expect(voided).toMatchObject({ status: 'voided', paid_at: null });
     expect(voided.voided_at).toMatch(ISO_MS_UTC);
     for (const name of ['void', 'pay', 'finalize', 'refresh'] as const) expectInvalidTransition(await action(org, d.id, name));
     expectInvalidTransition(await remove(org, d.id));
-    expect(ok<InvoiceBody>(await getInvoice(org, d.id)).status).toBe('voided');
+    expect(ok<InvoiceResource>(await getInvoice(org, d.id)).status).toBe('voided');
     expect(await settlementsOf(org, d.id)).toEqual([]);
     expect(await waitForEvents(org.id, d.id, ['invoice.created', 'invoice.finalized', 'invoice.voided'])).toEqual(['invoice.created', 'invoice.finalized', 'invoice.voided']);
   });
 
   it('DELETE removes a draft: GET is 404, the list omits it, and every action on it is 404', async () => {
     const d = await draft();
-    const deleted = ok<InvoiceBody>(await remove(org, d.id));
+    const deleted = ok<InvoiceResource>(await remove(org, d.id));
     expect(deleted.id).toBe(d.id);
     expectError(await getInvoice(org, d.id), 404, 'invoice_not_found');
-    const list = ok<InvoiceBody[]>(await call(org, 'GET', '/v1/invoices?limit=1000'));
+    const list = ok<InvoiceResource[]>(await call(org, 'GET', '/v1/invoices?limit=1000'));
     expect(list.map((i) => i.id)).not.toContain(d.id);
-    expect(ok<InvoiceBody[]>(await call(org, 'GET', `/v1/invoices?status=draft&customer_id=${customer.id}`)).map((i) => i.id)).not.toContain(d.id);
+    expect(ok<InvoiceResource[]>(await call(org, 'GET', `/v1/invoices?status=draft&customer_id=${customer.id}`)).map((i) => i.id)).not.toContain(d.id);
     expectError(await action(org, d.id, 'finalize'), 404, 'invoice_not_found');
     expectError(await remove(org, d.id), 404, 'invoice_not_found');
     expectError(await call(org, 'PUT', `/v1/invoices/${d.id}`, { metadata: {} }), 404, 'invoice_not_found');
@@ -725,28 +645,28 @@ describe('numbering', () => {
       expect(draft.invoice_number).toBe(draft.number);
     }
 
-    expect(ok<InvoiceBody>(await action(org, b.id, 'finalize')).number).toBe(`${org.prefix}-000001`);
+    expect(ok<InvoiceResource>(await action(org, b.id, 'finalize')).number).toBe(`${org.prefix}-000001`);
     ok(await remove(org, c.id));
-    expect(ok<InvoiceBody>(await action(org, a.id, 'finalize')).number).toBe(`${org.prefix}-000002`);
-    expect(ok<InvoiceBody>(await action(org, d.id, 'finalize')).number).toBe(`${org.prefix}-000003`);
+    expect(ok<InvoiceResource>(await action(org, a.id, 'finalize')).number).toBe(`${org.prefix}-000002`);
+    expect(ok<InvoiceResource>(await action(org, d.id, 'finalize')).number).toBe(`${org.prefix}-000003`);
 
     // Another organization has its own sequence.
     const other = await newOrg({ invoice_grace_period: 30 });
     const otherCustomer = await newCustomer(other);
     const otherDraft = await oneOff(other, otherCustomer.id, line);
-    expect(ok<InvoiceBody>(await action(other, otherDraft.id, 'finalize')).number).toBe(`${other.prefix}-000001`);
+    expect(ok<InvoiceResource>(await action(other, otherDraft.id, 'finalize')).number).toBe(`${other.prefix}-000001`);
   });
 });
 
 describe('lists, fees, settlements, tenant isolation', () => {
   let org: TestOrganization & { prefix: string };
   let other: TestOrganization & { prefix: string };
-  let c1: CustomerBody;
-  let c2: CustomerBody;
-  let draftInv: InvoiceBody; // c1, one_off, draft
-  let finalizedInv: InvoiceBody; // c1, one_off, finalized
-  let paidInv: InvoiceBody; // c2, add_on, paid
-  let voidedInv: InvoiceBody; // c2, one_off, voided
+  let c1: CustomerResource;
+  let c2: CustomerResource;
+  let draftInv: InvoiceResource; // c1, one_off, draft
+  let finalizedInv: InvoiceResource; // c1, one_off, finalized
+  let paidInv: InvoiceResource; // c2, add_on, paid
+  let voidedInv: InvoiceResource; // c2, one_off, voided
 
   beforeAll(async () => {
     [org, other] = await Promise.all([newOrg({ invoice_grace_period: 30 }), newOrg({ invoice_grace_period: 30 })]);
@@ -761,19 +681,19 @@ describe('lists, fees, settlements, tenant isolation', () => {
       { description: 'Second', unit_price: '300' },
     ]);
     await sleep(15);
-    const p = ok<InvoiceBody>(await call(org, 'POST', '/v1/add_ons/apply', { add_on_code: 'setup', customer_id: c2.id }), 201);
+    const p = ok<InvoiceResource>(await call(org, 'POST', '/v1/add_ons/apply', { add_on_code: 'setup', customer_id: c2.id }), 201);
     await sleep(15);
     const v = await oneOff(org, c2.id, [{ description: 'Void me', unit_price: '400' }]);
-    finalizedInv = ok<InvoiceBody>(await action(org, f.id, 'finalize'));
+    finalizedInv = ok<InvoiceResource>(await action(org, f.id, 'finalize'));
     ok(await action(org, p.id, 'finalize'));
-    paidInv = ok<InvoiceBody>(await action(org, p.id, 'pay'));
+    paidInv = ok<InvoiceResource>(await action(org, p.id, 'pay'));
     ok(await action(org, v.id, 'finalize'));
-    voidedInv = ok<InvoiceBody>(await action(org, v.id, 'void'));
+    voidedInv = ok<InvoiceResource>(await action(org, v.id, 'void'));
   });
 
   async function listIds(query: string, owner: TestOrganization = org): Promise<{ ids: string[]; total: string | undefined }> {
     const res = await call(owner, 'GET', `/v1/invoices${query}`);
-    const body = ok<InvoiceBody[]>(res);
+    const body = ok<InvoiceResource[]>(res);
     return { ids: body.map((i) => i.id), total: res.headers['x-total-count'] as string | undefined };
   }
 
@@ -816,22 +736,22 @@ describe('lists, fees, settlements, tenant isolation', () => {
     const invoiceFees = finalizedInv.fees!;
     expect(invoiceFees).toHaveLength(2);
     const byInvoice = await call(org, 'GET', `/v1/fees?invoice_id=${finalizedInv.id}`);
-    const rows = ok<FeeBody[]>(byInvoice);
+    const rows = ok<FeeResource[]>(byInvoice);
     expect(byInvoice.headers['x-total-count']).toBe('2');
     expect(rows.map((f) => f.id).sort()).toEqual(invoiceFees.map((f) => f.id).sort());
     expect(rows.map((f) => f.amount_cents).sort()).toEqual([s4(200), s4(300)]);
 
     const byCustomer = await call(org, 'GET', `/v1/fees?customer_id=${c2.id}`);
-    expect(ok<FeeBody[]>(byCustomer).map((f) => f.invoice_id).sort()).toEqual([paidInv.id, voidedInv.id].sort());
+    expect(ok<FeeResource[]>(byCustomer).map((f) => f.invoice_id).sort()).toEqual([paidInv.id, voidedInv.id].sort());
     expect(byCustomer.headers['x-total-count']).toBe('2');
     const all = await call(org, 'GET', '/v1/fees?fee_type=add_on');
     expect(all.headers['x-total-count']).toBe('5');
     const charges = await call(org, 'GET', '/v1/fees?fee_type=charge');
-    expect(ok<FeeBody[]>(charges)).toEqual([]);
+    expect(ok<FeeResource[]>(charges)).toEqual([]);
     expect(charges.headers['x-total-count']).toBe('0');
-    expect(ok<FeeBody[]>(await call(org, 'GET', `/v1/fees?invoice_id=${paidInv.id}&fee_type=add_on`)).map((f) => f.add_on_id)).toHaveLength(1);
+    expect(ok<FeeResource[]>(await call(org, 'GET', `/v1/fees?invoice_id=${paidInv.id}&fee_type=add_on`)).map((f) => f.add_on_id)).toHaveLength(1);
 
-    const fee = ok<FeeBody>(await call(org, 'GET', `/v1/fees/${invoiceFees[0]!.id}`));
+    const fee = ok<FeeResource>(await call(org, 'GET', `/v1/fees/${invoiceFees[0]!.id}`));
     expect(fee).toEqual(invoiceFees[0]);
     expect(fee).toMatchObject({ invoice_id: finalizedInv.id, customer_id: c1.id, fee_type: 'add_on', amount_cents: s4(200), total_amount_cents: s4(200) });
     expect(fee.id).toMatch(UUID);
@@ -859,10 +779,10 @@ describe('lists, fees, settlements, tenant isolation', () => {
     expectError(await remove(other, draftInv.id), 404, 'invoice_not_found');
     expectError(await call(other, 'PUT', `/v1/invoices/${draftInv.id}`, { metadata: { x: 1 } }), 404, 'invoice_not_found');
     expect(await listIds('', other)).toEqual({ ids: [], total: '0' });
-    expect(ok<FeeBody[]>(await call(other, 'GET', `/v1/fees?invoice_id=${finalizedInv.id}`))).toEqual([]);
+    expect(ok<FeeResource[]>(await call(other, 'GET', `/v1/fees?invoice_id=${finalizedInv.id}`))).toEqual([]);
     // Nothing changed in the owner's organization.
-    expect(ok<InvoiceBody>(await getInvoice(org, draftInv.id))).toMatchObject({ status: 'draft', metadata: {} });
-    expect(ok<InvoiceBody>(await getInvoice(org, finalizedInv.id)).status).toBe('finalized');
+    expect(ok<InvoiceResource>(await getInvoice(org, draftInv.id))).toMatchObject({ status: 'draft', metadata: {} });
+    expect(ok<InvoiceResource>(await getInvoice(org, finalizedInv.id)).status).toBe('finalized');
     // Nor can the other organization bill this organization's customer or add-on.
     expectError(await call(other, 'POST', '/v1/invoices/one_off', { customer_id: c1.id, line_items: [{ description: 'x', unit_price: '1' }] }), 404, 'customer_not_found');
     const otherCustomer = await newCustomer(other);
@@ -872,8 +792,8 @@ describe('lists, fees, settlements, tenant isolation', () => {
   it('the Idempotency-Key header makes one-off creation idempotent', async () => {
     const key = randomUUID();
     const body = { customer_id: c1.id, line_items: [{ description: 'Once', unit_price: '50' }] };
-    const first = ok<InvoiceBody>(await call(org, 'POST', '/v1/invoices/one_off', body, { 'idempotency-key': key }), 201);
-    const second = ok<InvoiceBody>(await call(org, 'POST', '/v1/invoices/one_off', body, { 'idempotency-key': key }), 201);
+    const first = ok<InvoiceResource>(await call(org, 'POST', '/v1/invoices/one_off', body, { 'idempotency-key': key }), 201);
+    const second = ok<InvoiceResource>(await call(org, 'POST', '/v1/invoices/one_off', body, { 'idempotency-key': key }), 201);
     expect(second.id).toBe(first.id);
     expect((await listIds(`?customer_id=${c1.id}&status=draft`)).ids.filter((id) => id === first.id)).toHaveLength(1);
     ok(await remove(org, first.id));
@@ -882,7 +802,7 @@ describe('lists, fees, settlements, tenant isolation', () => {
 
 describe('validation of one-off invoices and add_ons/apply', () => {
   let org: TestOrganization & { prefix: string };
-  let customer: CustomerBody;
+  let customer: CustomerResource;
 
   beforeAll(async () => {
     org = await newOrg({ invoice_grace_period: 30 });

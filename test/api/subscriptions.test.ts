@@ -10,49 +10,21 @@ import { randomUUID } from 'node:crypto';
 import { DateTime } from 'luxon';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initialState, planSnapshot } from '../../src/subscriptions/start';
+import type { BillableMetricResource } from '../../src/resources/billable-metric';
+import type { CreditNoteResource } from '../../src/resources/credit-note';
+import type { CustomerResource } from '../../src/resources/customer';
+import type { InvoiceResource } from '../../src/resources/invoice';
+import type { PlanResource } from '../../src/resources/plan';
+import type { SubscriptionResource } from '../../src/resources/subscription';
 import { eventually, expectError, expectUnknownFields, expectValidationError, ISO_MS_UTC, UUID } from '../support/http';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
 import { startStackWorker, type StackWorker } from '../support/worker';
-import type { SubscriptionResource } from '../../src/resources/subscription';
-
-type SubscriptionBody = SubscriptionResource;
-
-interface FeeBody {
-  fee_type: string;
-  amount_cents: string;
-  units: string;
-}
-
-interface InvoiceBody {
-  id: string;
-  subscription_id: string | null;
-  invoice_type: string;
-  status: string;
-  number: string;
-  currency: string;
-  period_started_at: string | null;
-  period_ended_at: string | null;
-  fees_amount_cents: string;
-  subtotal: string;
-  total: string;
-  fees?: FeeBody[];
-}
-
-interface Entity {
-  id: string;
-  code: string;
-}
-
-interface CustomerBody {
-  id: string;
-  external_id: string;
-}
 
 let stack: TestStack;
 let worker: StackWorker;
 let org: TestOrganization;
 let other: TestOrganization;
-let metric: Entity;
+let metric: BillableMetricResource;
 
 const DAY = 86_400_000;
 const uid = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
@@ -72,7 +44,7 @@ beforeAll(async () => {
   other = await createOrganization(stack.app, { name: 'Other Org', default_currency: 'USD', timezone: 'UTC' });
   const res = await post('/v1/billable_metrics', { code: uid('calls'), name: 'API calls', aggregation_type: 'count' });
   expect(res.statusCode, res.body).toBe(201);
-  metric = res.json<Entity>();
+  metric = res.json<BillableMetricResource>();
 }, 120_000);
 
 afterAll(async () => {
@@ -80,14 +52,14 @@ afterAll(async () => {
   await stack?.close();
 });
 
-async function customer(headers: Headers = org.headers, extra: Record<string, unknown> = {}): Promise<CustomerBody> {
+async function customer(headers: Headers = org.headers, extra: Record<string, unknown> = {}): Promise<CustomerResource> {
   const res = await post('/v1/customers', { external_id: uid('cus'), name: 'Subscriber', ...extra }, headers);
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<CustomerBody>();
+  return res.json<CustomerResource>();
 }
 
 /** A plan with a usage charge (no events are sent, so it adds no fee line). */
-async function plan(body: Record<string, unknown> = {}, headers: Headers = org.headers, metricId = metric.id): Promise<Entity> {
+async function plan(body: Record<string, unknown> = {}, headers: Headers = org.headers, metricId = metric.id): Promise<PlanResource> {
   const res = await post(
     '/v1/plans',
     {
@@ -102,26 +74,26 @@ async function plan(body: Record<string, unknown> = {}, headers: Headers = org.h
     headers,
   );
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<Entity>();
+  return res.json<PlanResource>();
 }
 
-async function subscribe(body: Record<string, unknown>, headers: Headers = org.headers): Promise<SubscriptionBody> {
+async function subscribe(body: Record<string, unknown>, headers: Headers = org.headers): Promise<SubscriptionResource> {
   worker.assertAlive();
   const res = await post('/v1/subscriptions', { external_id: uid('sub'), ...body }, headers);
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<SubscriptionBody>();
+  return res.json<SubscriptionResource>();
 }
 
-async function invoicesOf(subscriptionId: string): Promise<InvoiceBody[]> {
+async function invoicesOf(subscriptionId: string): Promise<InvoiceResource[]> {
   const res = await get(`/v1/invoices?subscription_id=${subscriptionId}`);
   expect(res.statusCode, res.body).toBe(200);
-  return res.json<InvoiceBody[]>();
+  return res.json<InvoiceResource[]>();
 }
 
-async function invoice(id: string): Promise<InvoiceBody> {
+async function invoice(id: string): Promise<InvoiceResource> {
   const res = await get(`/v1/invoices/${id}`);
   expect(res.statusCode, res.body).toBe(200);
-  return res.json<InvoiceBody>();
+  return res.json<InvoiceResource>();
 }
 
 /** The types of the lifecycle events recorded for one subscription, sorted by name. */
@@ -131,7 +103,7 @@ async function eventsOf(subscriptionId: string): Promise<string[]> {
 }
 
 /** One usage event of the file's metric (a standard charge of 5 cents per event on every plan). */
-async function usage(c: CustomerBody, sub: SubscriptionBody, at: Date): Promise<void> {
+async function usage(c: CustomerResource, sub: SubscriptionResource, at: Date): Promise<void> {
   const res = await post('/v1/events', { transaction_id: uid('tx'), external_customer_id: c.external_id, external_subscription_id: sub.external_id, code: metric.code, timestamp: at.toISOString() });
   expect(res.statusCode, res.body).toBe(201);
 }
@@ -145,7 +117,7 @@ interface CreditNoteRow {
 async function creditNotesOf(invoiceId: string): Promise<CreditNoteRow[]> {
   const res = await get(`/v1/credit_notes?invoice_id=${invoiceId}`);
   expect(res.statusCode, res.body).toBe(200);
-  return res.json<CreditNoteRow[]>().map((n) => ({ invoice_id: n.invoice_id, reason: n.reason, credit_amount_cents: n.credit_amount_cents }));
+  return res.json<CreditNoteResource[]>().map((n) => ({ invoice_id: n.invoice_id, reason: n.reason, credit_amount_cents: n.credit_amount_cents }));
 }
 
 /** Midnight UTC, `days` days before today (the organization's zone is UTC). */
@@ -231,7 +203,7 @@ describe('POST /v1/subscriptions', () => {
     // A pending subscription can be terminated; nothing was used, nothing is billed.
     const res = await del(`/v1/subscriptions/${sub.id}`);
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json<SubscriptionBody>()).toMatchObject({ status: 'terminated' });
+    expect(res.json<SubscriptionResource>()).toMatchObject({ status: 'terminated' });
     expect(await invoicesOf(sub.id)).toEqual([]);
   });
 
@@ -244,7 +216,7 @@ describe('POST /v1/subscriptions', () => {
     const active = await eventually(
       async () => {
         worker.assertAlive();
-        const now = (await get(`/v1/subscriptions/${sub.id}`)).json<SubscriptionBody>();
+        const now = (await get(`/v1/subscriptions/${sub.id}`)).json<SubscriptionResource>();
         return now.status === 'active' ? now : undefined;
       },
       15_000,
@@ -326,7 +298,7 @@ describe('POST /v1/subscriptions', () => {
     expectError(await post('/v1/subscriptions', { external_id: uid('sub'), customer_id: c.id, plan_id: 'no-such-plan' }), 404, 'plan_not_found');
 
     const otherMetric = await post('/v1/billable_metrics', { code: uid('calls'), name: 'Calls', aggregation_type: 'count' }, other.headers);
-    const otherPlan = await plan({}, other.headers, otherMetric.json<Entity>().id);
+    const otherPlan = await plan({}, other.headers, otherMetric.json<BillableMetricResource>().id);
     const otherCustomer = await customer(other.headers);
     expectError(await post('/v1/subscriptions', { external_id: uid('sub'), customer_id: c.id, plan_id: otherPlan.id }), 404, 'plan_not_found');
     expectError(await post('/v1/subscriptions', { external_id: uid('sub'), customer_id: c.id, plan_id: otherPlan.code }), 404, 'plan_not_found');
@@ -348,7 +320,7 @@ describe('POST /v1/subscriptions', () => {
     expect(await stack.db.models.Subscription.countDocuments({ organization_id: org.id, external_id: externalId })).toBe(1);
 
     const otherMetric = await post('/v1/billable_metrics', { code: uid('calls'), name: 'Calls', aggregation_type: 'count' }, other.headers);
-    const otherPlan = await plan({}, other.headers, otherMetric.json<Entity>().id);
+    const otherPlan = await plan({}, other.headers, otherMetric.json<BillableMetricResource>().id);
     const otherCustomer = await customer(other.headers);
     const elsewhere = await subscribe({ external_id: externalId, customer_id: otherCustomer.id, plan_id: otherPlan.id }, other.headers);
     expect(elsewhere.organization_id).toBe(other.id);
@@ -366,15 +338,15 @@ describe('POST /v1/subscriptions', () => {
 
 describe('GET /v1/subscriptions', () => {
   let lister: TestOrganization;
-  let alice: CustomerBody;
-  let bob: CustomerBody;
-  let basic: Entity;
-  let premium: Entity;
-  const subs: SubscriptionBody[] = [];
+  let alice: CustomerResource;
+  let bob: CustomerResource;
+  let basic: PlanResource;
+  let premium: PlanResource;
+  const subs: SubscriptionResource[] = [];
 
   beforeAll(async () => {
     lister = await createOrganization(stack.app, { name: 'Lister Org' });
-    const m = (await post('/v1/billable_metrics', { code: uid('calls'), name: 'Calls', aggregation_type: 'count' }, lister.headers)).json<Entity>();
+    const m = (await post('/v1/billable_metrics', { code: uid('calls'), name: 'Calls', aggregation_type: 'count' }, lister.headers)).json<BillableMetricResource>();
     [alice, bob] = [await customer(lister.headers), await customer(lister.headers)];
     basic = await plan({ amount_cents: 1000 }, lister.headers, m.id);
     premium = await plan({ amount_cents: 5000 }, lister.headers, m.id);
@@ -387,7 +359,7 @@ describe('GET /v1/subscriptions', () => {
   async function list(query: string): Promise<{ ids: string[]; total: number }> {
     const res = await get(`/v1/subscriptions${query}`, lister.headers);
     expect(res.statusCode, res.body).toBe(200);
-    return { ids: res.json<SubscriptionBody[]>().map((s) => s.external_id), total: Number(res.headers['x-total-count']) };
+    return { ids: res.json<SubscriptionResource[]>().map((s) => s.external_id), total: Number(res.headers['x-total-count']) };
   }
 
   it('lists newest first with X-Total-Count, and pages', async () => {
@@ -419,7 +391,7 @@ describe('GET /v1/subscriptions', () => {
     expect(byId.statusCode).toBe(200);
     expect(byExternalId.statusCode).toBe(200);
     expect(byExternalId.json()).toEqual(byId.json());
-    expect(byId.json<SubscriptionBody>().plan_id).toBe(premium.id);
+    expect(byId.json<SubscriptionResource>().plan_id).toBe(premium.id);
     expectError(await get(`/v1/subscriptions/${randomUUID()}`, lister.headers), 404, 'subscription_not_found');
   });
 });
@@ -432,7 +404,7 @@ describe('PUT /v1/subscriptions/{id}', () => {
     const higher = await plan({ interval: 'weekly', amount_cents: 14_000 });
     const res = await put(`/v1/subscriptions/${sub.id}`, { plan_id: higher.code });
     expect(res.statusCode, res.body).toBe(200);
-    const changed = res.json<SubscriptionBody>();
+    const changed = res.json<SubscriptionResource>();
     expect(changed).toMatchObject({ status: 'active', plan_id: higher.id, previous_plan_id: null, downgraded_at: null });
     // The period boundaries do not move.
     expect(changed.current_period_started_at).toBe(startedAt.toISOString());
@@ -444,7 +416,7 @@ describe('PUT /v1/subscriptions/{id}', () => {
     expect(billed).toMatchObject({ period_started_at: startedAt.toISOString(), period_ended_at: daysAgoAtMidnight(0).toISOString(), total: '3000.0000' });
     expect(billed.fees!.map((f) => [f.fee_type, f.amount_cents, f.units])).toEqual([['subscription', '3000.0000', '3.0000']]);
     expect(await eventsOf(sub.id)).toEqual(['subscription.created', 'subscription.plan_changed', 'subscription.started']);
-    expect((await get(`/v1/subscriptions/${sub.id}`)).json<SubscriptionBody>().plan_id).toBe(higher.id);
+    expect((await get(`/v1/subscriptions/${sub.id}`)).json<SubscriptionResource>().plan_id).toBe(higher.id);
   });
 
   it('upgrades in advance: the unused old fee is credited and the new fee charged for the same days', async () => {
@@ -461,7 +433,7 @@ describe('PUT /v1/subscriptions/{id}', () => {
     const higher = await plan({ interval: 'weekly', amount_cents: 14_000 });
     const res = await put(`/v1/subscriptions/${sub.id}`, { plan_id: higher.id });
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json<SubscriptionBody>()).toMatchObject({ plan_id: higher.id, pay_in_advance: true });
+    expect(res.json<SubscriptionResource>()).toMatchObject({ plan_id: higher.id, pay_in_advance: true });
 
     const invoices = (await invoicesOf(sub.id)).filter((i) => i.id !== advance!.id);
     const fees = await Promise.all(invoices.map(async (i) => (await invoice(i.id)).fees!.map((f) => [f.fee_type, f.amount_cents, f.units])));
@@ -483,7 +455,7 @@ describe('PUT /v1/subscriptions/{id}', () => {
     const sub = await subscribe({ customer_id: c.id, plan_id: monthly.id });
     const res = await put(`/v1/subscriptions/${sub.id}`, { plan_id: quarterly.id });
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json<SubscriptionBody>()).toMatchObject({ plan_id: quarterly.id, previous_plan_id: null });
+    expect(res.json<SubscriptionResource>()).toMatchObject({ plan_id: quarterly.id, previous_plan_id: null });
   });
 
   it('schedules a downgrade; the current plan removes it (200); with nothing pending it is 400', async () => {
@@ -496,7 +468,7 @@ describe('PUT /v1/subscriptions/{id}', () => {
     const before = Date.now();
     const res = await put(`/v1/subscriptions/${sub.id}`, { plan_id: lower.id });
     expect(res.statusCode, res.body).toBe(200);
-    const scheduled = res.json<SubscriptionBody>();
+    const scheduled = res.json<SubscriptionResource>();
     expect(scheduled).toMatchObject({ status: 'active', plan_id: current.id, previous_plan_id: lower.id });
     expect(scheduled.downgraded_at).toMatch(ISO_MS_UTC);
     expect(Date.parse(scheduled.downgraded_at!)).toBeGreaterThanOrEqual(before - 1000);
@@ -507,11 +479,11 @@ describe('PUT /v1/subscriptions/{id}', () => {
     // A new PUT replaces the pending target.
     const replaced = await put(`/v1/subscriptions/${sub.id}`, { plan_id: lowest.code });
     expect(replaced.statusCode, replaced.body).toBe(200);
-    expect(replaced.json<SubscriptionBody>()).toMatchObject({ plan_id: current.id, previous_plan_id: lowest.id });
+    expect(replaced.json<SubscriptionResource>()).toMatchObject({ plan_id: current.id, previous_plan_id: lowest.id });
 
     const removed = await put(`/v1/subscriptions/${sub.id}`, { plan_id: current.id });
     expect(removed.statusCode, removed.body).toBe(200);
-    expect(removed.json<SubscriptionBody>()).toMatchObject({ plan_id: current.id, previous_plan_id: null, downgraded_at: null });
+    expect(removed.json<SubscriptionResource>()).toMatchObject({ plan_id: current.id, previous_plan_id: null, downgraded_at: null });
 
     expectError(await put(`/v1/subscriptions/${sub.id}`, { plan_id: current.id }), 400, 'invalid_state_transition');
   });
@@ -527,7 +499,7 @@ describe('PUT /v1/subscriptions/{id}', () => {
     expectValidationError(await put(`/v1/subscriptions/${sub.id}`, {}), 'plan_id');
     expectError(await put(`/v1/subscriptions/${randomUUID()}`, { plan_id: p.id }), 404, 'subscription_not_found');
     // Nothing changed.
-    expect((await get(`/v1/subscriptions/${sub.id}`)).json<SubscriptionBody>()).toMatchObject({ plan_id: p.id, previous_plan_id: null });
+    expect((await get(`/v1/subscriptions/${sub.id}`)).json<SubscriptionResource>()).toMatchObject({ plan_id: p.id, previous_plan_id: null });
   });
 
   it('renames without touching the plan', async () => {
@@ -536,7 +508,7 @@ describe('PUT /v1/subscriptions/{id}', () => {
     const sub = await subscribe({ customer_id: c.id, plan_id: p.id, name: 'Old name' });
     const res = await put(`/v1/subscriptions/${sub.external_id}`, { name: 'New name' });
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json<SubscriptionBody>()).toMatchObject({ id: sub.id, name: 'New name', plan_id: p.id, status: 'active' });
+    expect(res.json<SubscriptionResource>()).toMatchObject({ id: sub.id, name: 'New name', plan_id: p.id, status: 'active' });
   });
 });
 
@@ -548,7 +520,7 @@ describe('POST /v1/subscriptions/{id}/cancel', () => {
     const before = Date.now();
     const res = await post(`/v1/subscriptions/${sub.id}/cancel?on_termination_action=skip`);
     expect(res.statusCode, res.body).toBe(200);
-    const canceled = res.json<SubscriptionBody>();
+    const canceled = res.json<SubscriptionResource>();
     expect(canceled).toMatchObject({ status: 'active', ending_at: sub.current_period_ending_at, on_termination_action: 'skip', terminated_at: null });
     expect(canceled.canceled_at).toMatch(ISO_MS_UTC);
     expect(Date.parse(canceled.canceled_at!)).toBeGreaterThanOrEqual(before - 1000);
@@ -567,7 +539,7 @@ describe('POST /v1/subscriptions/{id}/cancel', () => {
     expectValidationError(await post(`/v1/subscriptions/${sub.id}/cancel?on_termination_action=refund`), 'on_termination_action');
     const res = await post(`/v1/subscriptions/${sub.external_id}/cancel`);
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json<SubscriptionBody>()).toMatchObject({ on_termination_action: 'generate_credit_note', ending_at: sub.current_period_ending_at });
+    expect(res.json<SubscriptionResource>()).toMatchObject({ on_termination_action: 'generate_credit_note', ending_at: sub.current_period_ending_at });
 
     const pending = await subscribe({ customer_id: c.id, plan_id: p.id, started_at: new Date(Date.now() + 3 * DAY).toISOString() });
     expectError(await post(`/v1/subscriptions/${pending.id}/cancel`), 400, 'invalid_state_transition');
@@ -582,7 +554,7 @@ describe('DELETE /v1/subscriptions/{id}', () => {
     const before = Date.now();
     const res = await del(`/v1/subscriptions/${sub.id}?on_termination_action=generate_invoice`);
     expect(res.statusCode, res.body).toBe(200);
-    const terminated = res.json<SubscriptionBody>();
+    const terminated = res.json<SubscriptionResource>();
     expect(terminated).toMatchObject({ status: 'terminated', on_termination_action: 'generate_invoice', in_trial: false });
     expect(terminated.terminated_at).toMatch(ISO_MS_UTC);
     expect(Date.parse(terminated.terminated_at!)).toBeGreaterThanOrEqual(before - 1000);
@@ -595,7 +567,7 @@ describe('DELETE /v1/subscriptions/{id}', () => {
     expect(billed.fees!.map((f) => [f.fee_type, f.amount_cents, f.units])).toEqual([['subscription', '4000.0000', '4.0000']]);
     expect(await eventsOf(sub.id)).toEqual(['subscription.created', 'subscription.started', 'subscription.terminated']);
 
-    expect((await get(`/v1/subscriptions/${sub.id}`)).json<SubscriptionBody>().status).toBe('terminated');
+    expect((await get(`/v1/subscriptions/${sub.id}`)).json<SubscriptionResource>().status).toBe('terminated');
     const higher = await plan({ interval: 'weekly', amount_cents: 14_000 });
     expectError(await put(`/v1/subscriptions/${sub.id}`, { plan_id: higher.id }), 400, 'invalid_state_transition');
     expectError(await put(`/v1/subscriptions/${sub.id}`, { name: 'renamed' }), 400, 'invalid_state_transition');
@@ -616,7 +588,7 @@ describe('DELETE /v1/subscriptions/{id}', () => {
     const [advance] = await invoicesOf(sub.id);
     const res = await del(`/v1/subscriptions/${sub.id}?on_termination_action=generate_credit_note`);
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json<SubscriptionBody>()).toMatchObject({ status: 'terminated', on_termination_action: 'generate_credit_note' });
+    expect(res.json<SubscriptionResource>()).toMatchObject({ status: 'terminated', on_termination_action: 'generate_credit_note' });
     const invoices = (await invoicesOf(sub.id)).filter((i) => i.id !== advance!.id);
     expect(invoices).toHaveLength(1);
     expect((await invoice(invoices[0]!.id)).fees!.map((f) => [f.fee_type, f.amount_cents, f.units])).toEqual([['charge', '5.0000', '1.0000']]);
@@ -629,7 +601,7 @@ describe('DELETE /v1/subscriptions/{id}', () => {
     const { sub } = await weeklyStartedThreeDaysAgo(7000, { pay_in_advance: true });
     const res = await del(`/v1/subscriptions/${sub.id}?on_termination_action=generate_invoice`);
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json<SubscriptionBody>().status).toBe('terminated');
+    expect(res.json<SubscriptionResource>().status).toBe('terminated');
     expect(await invoicesOf(sub.id)).toHaveLength(1); // the week's fee, billed at the start
   });
 
@@ -637,7 +609,7 @@ describe('DELETE /v1/subscriptions/{id}', () => {
     const { sub } = await weeklyStartedThreeDaysAgo(7000);
     const res = await del(`/v1/subscriptions/${sub.id}?on_termination_action=skip`);
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json<SubscriptionBody>()).toMatchObject({ status: 'terminated', on_termination_action: 'skip' });
+    expect(res.json<SubscriptionResource>()).toMatchObject({ status: 'terminated', on_termination_action: 'skip' });
     expect(await invoicesOf(sub.id)).toEqual([]);
   });
 
@@ -646,7 +618,7 @@ describe('DELETE /v1/subscriptions/{id}', () => {
     const p = await plan();
     const sub = await subscribe({ customer_id: c.id, plan_id: p.id });
     expectValidationError(await del(`/v1/subscriptions/${sub.id}?on_termination_action=later`), 'on_termination_action');
-    expect((await get(`/v1/subscriptions/${sub.id}`)).json<SubscriptionBody>().status).toBe('active');
+    expect((await get(`/v1/subscriptions/${sub.id}`)).json<SubscriptionResource>().status).toBe('active');
   });
 });
 
@@ -670,7 +642,7 @@ describe('a subscription whose workflow never started', () => {
 
     const res = await post(`/v1/subscriptions/${draft._id}/cancel`);
     expect(res.statusCode, res.body).toBe(200);
-    const canceled = res.json<SubscriptionBody>();
+    const canceled = res.json<SubscriptionResource>();
     expect(canceled).toMatchObject({ status: 'active', external_id: draft.external_id });
     expect(canceled.canceled_at).toMatch(ISO_MS_UTC);
     expect(canceled.ending_at).toBe(canceled.current_period_ending_at);
@@ -705,7 +677,7 @@ describe('tenant isolation', () => {
     expect(list.json()).toEqual([]);
     expect(list.headers['x-total-count']).toBe('0');
     // Untouched.
-    expect((await get(`/v1/subscriptions/${sub.id}`)).json<SubscriptionBody>()).toMatchObject({ status: 'active', name: null });
+    expect((await get(`/v1/subscriptions/${sub.id}`)).json<SubscriptionResource>()).toMatchObject({ status: 'active', name: null });
   });
 
   it('requires an API key', async () => {

@@ -10,40 +10,11 @@ import { dec } from '../../src/domain/money';
 import { BillingCustomerId, BillingEntityType, BillingOrganizationId, BillingStatus } from '../../src/temporal/search-attributes';
 import { workflowIds } from '../../src/temporal/workflow-ids';
 import { walletStateQuery } from '../../workflows/wallet';
+import type { WalletResource } from '../../src/resources/wallet';
+import type { WalletTransactionResource } from '../../src/resources/wallet-transaction';
 import { eventually, expectError, expectUnknownFields, expectValidationError, ISO_MS_UTC, UUID } from '../support/http';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
 import { bundleWorkflows } from '../support/temporal';
-
-interface WalletBody {
-  id: string;
-  organization_id: string;
-  customer_id: string;
-  name: string | null;
-  code: string | null;
-  currency: string;
-  status: 'active' | 'terminated';
-  rate_amount: string;
-  credits_balance: string;
-  balance_cents: string;
-  priority: number;
-  expiration_at: string | null;
-  terminated_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-interface TransactionBody {
-  id: string;
-  wallet_id: string;
-  customer_id: string;
-  transaction_type: 'inbound' | 'outbound';
-  status: string;
-  source: string;
-  amount: string;
-  credit_amount: string;
-  invoice_id: string | null;
-  created_at: string;
-}
 
 let stack: TestStack;
 let connection: NativeConnection;
@@ -99,16 +70,16 @@ async function customer(headers: Headers = org.headers, extra: Record<string, un
   return res.json();
 }
 
-async function wallet(body: Record<string, unknown>, headers: Headers = org.headers): Promise<WalletBody> {
+async function wallet(body: Record<string, unknown>, headers: Headers = org.headers): Promise<WalletResource> {
   const res = await post('/v1/wallets', { name: 'Prepaid', ...body }, headers);
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<WalletBody>();
+  return res.json<WalletResource>();
 }
 
-async function transactions(walletId: string, query = ''): Promise<{ items: TransactionBody[]; total: number }> {
+async function transactions(walletId: string, query = ''): Promise<{ items: WalletTransactionResource[]; total: number }> {
   const res = await get(`/v1/wallets/${walletId}/transactions${query}`);
   expect(res.statusCode, res.body).toBe(200);
-  return { items: res.json<TransactionBody[]>(), total: Number(res.headers['x-total-count']) };
+  return { items: res.json<WalletTransactionResource[]>(), total: Number(res.headers['x-total-count']) };
 }
 
 const future = (ms: number) => new Date(Date.now() + ms).toISOString();
@@ -238,14 +209,14 @@ describe('GET /v1/wallets', () => {
 
     const all = await get(`/v1/wallets?customer_id=${c.id}`);
     expect(all.headers['x-total-count']).toBe('3');
-    expect(all.json<WalletBody[]>().map((w) => w.id)).toEqual([d.id, b.id, a.id]);
+    expect(all.json<WalletResource[]>().map((w) => w.id)).toEqual([d.id, b.id, a.id]);
     const byExternal = await get(`/v1/wallets?customer_id=${encodeURIComponent(c.external_id)}&status=active`);
-    expect(byExternal.json<WalletBody[]>().map((w) => w.id)).toEqual([d.id, a.id]);
+    expect(byExternal.json<WalletResource[]>().map((w) => w.id)).toEqual([d.id, a.id]);
     const terminated = await get(`/v1/wallets?customer_id=${c.id}&status=terminated`);
-    expect(terminated.json<WalletBody[]>().map((w) => [w.id, w.status])).toEqual([[b.id, 'terminated']]);
+    expect(terminated.json<WalletResource[]>().map((w) => [w.id, w.status])).toEqual([[b.id, 'terminated']]);
     const page = await get(`/v1/wallets?customer_id=${c.id}&skip=1&limit=1`);
     expect(page.headers['x-total-count']).toBe('3');
-    expect(page.json<WalletBody[]>().map((w) => w.id)).toEqual([b.id]);
+    expect(page.json<WalletResource[]>().map((w) => w.id)).toEqual([b.id]);
     expect((await get(`/v1/wallets?customer_id=${randomUUID()}`)).json()).toEqual([]);
     expectValidationError(await get('/v1/wallets?status=expired'), 'status');
     expectValidationError(await get('/v1/wallets?limit=0'), 'limit');
@@ -356,7 +327,7 @@ describe('DELETE /v1/wallets/{id}', () => {
     const res = await del(`/v1/wallets/${w.id}`);
     assertWorkerAlive();
     expect(res.statusCode, res.body).toBe(200);
-    const body = res.json<WalletBody>();
+    const body = res.json<WalletResource>();
     expect(body).toMatchObject({ id: w.id, status: 'terminated', balance_cents: '500.0000' });
     expect(body.terminated_at).toMatch(ISO_MS_UTC);
     expect((await get(`/v1/wallets/${w.id}`)).json()).toMatchObject({ status: 'terminated', terminated_at: body.terminated_at });
@@ -397,7 +368,7 @@ describe('expiration', () => {
     const ended = await eventually(
       async () => {
         assertWorkerAlive();
-        const body = (await get(`/v1/wallets/${w.id}`)).json<WalletBody>();
+        const body = (await get(`/v1/wallets/${w.id}`)).json<WalletResource>();
         return body.status === 'terminated' ? body : undefined;
       },
       15_000,
