@@ -13,81 +13,22 @@
 // 2026-03-31T22:00Z (CEST from March 29).
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { aggregate, type AggregationMetric } from '../../src/domain/aggregation';
+import { aggregate } from '../../src/domain/aggregation';
 import { splitEventsByFilters } from '../../src/domain/charge-filters';
 import { computeChargeFees } from '../../src/domain/charges';
-import type { ChargeModel } from '../../src/domain/charge-models';
 import { toDecimal4String } from '../../src/domain/money';
 import type { UsageEvent } from '../../src/domain/usage-types';
+import type { BillableMetricResource } from '../../src/resources/billable-metric';
+import type { CurrentUsageResource } from '../../src/resources/current-usage';
+import type { CustomerResource } from '../../src/resources/customer';
+import type { EventResource } from '../../src/resources/event';
+import type { ChargeResource, PlanResource } from '../../src/resources/plan';
 import { insertSubscription } from '../support/catalog-fixtures';
 import { expectError, expectValidationError } from '../support/http';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
 
-interface MetricJson extends AggregationMetric {
-  id: string;
-  code: string;
-  filters: { key: string; values: string[] }[];
-}
-
-interface ChargeJson {
-  id: string;
-  billable_metric_id: string;
-  charge_model: ChargeModel;
-  properties: Record<string, unknown>;
-  min_amount_cents: string | null;
-  max_amount_cents: string | null;
-  filters: { id: string; values: Record<string, string[]>; properties: Record<string, unknown> }[];
-}
-
-interface PlanJson {
-  id: string;
-  code: string;
-  charges: ChargeJson[];
-}
-
-interface CustomerJson {
-  id: string;
-  external_id: string;
-}
-
-interface EventJson {
-  id: string;
-  transaction_id: string;
-  external_customer_id: string;
-  code: string;
-  timestamp: string;
-  properties: Record<string, unknown>;
-  subscription_ids: string[];
-}
-
-interface UsageAmounts {
-  units: string;
-  events_count: number;
-  amount_cents: string;
-}
-
-interface UsageFilter extends UsageAmounts {
-  values: Record<string, string[]>;
-}
-
-interface UsageCharge extends UsageAmounts {
-  charge_id: string;
-  billable_metric_code: string;
-  charge_model: string;
-  filters: UsageFilter[];
-}
-
-interface Usage {
-  customer_id: string;
-  subscription_id: string;
-  currency: string;
-  from_datetime: string;
-  to_datetime: string;
-  amount_cents: string;
-  taxes_amount_cents: string;
-  total_amount_cents: string;
-  charges: UsageCharge[];
-}
+/** One charge of the current usage. */
+type CurrentUsageCharge = CurrentUsageResource['charges'][number];
 
 const NOW = new Date('2026-03-18T12:00:00.000Z');
 /** 2026-03-01 00:00 in Europe/Paris (CET, UTC+1). */
@@ -111,19 +52,19 @@ async function newOrg(timezone = 'Europe/Paris'): Promise<TestOrganization> {
   return createOrganization(stack.app, { name: `Usage Org ${uid('o')}`, timezone, events_rate_limit_per_minute: 100_000 });
 }
 
-async function createCustomer(o: TestOrganization, extra: Record<string, unknown> = {}): Promise<CustomerJson> {
+async function createCustomer(o: TestOrganization, extra: Record<string, unknown> = {}): Promise<CustomerResource> {
   const res = await stack.app.inject({ method: 'POST', url: '/v1/customers', headers: o.headers, payload: { external_id: uid('cus'), ...extra } });
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<CustomerJson>();
+  return res.json<CustomerResource>();
 }
 
-async function createMetric(o: TestOrganization, body: Record<string, unknown>): Promise<MetricJson> {
+async function createMetric(o: TestOrganization, body: Record<string, unknown>): Promise<BillableMetricResource> {
   const res = await stack.app.inject({ method: 'POST', url: '/v1/billable_metrics', headers: o.headers, payload: { code: uid('m'), name: 'Metric', ...body } });
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<MetricJson>();
+  return res.json<BillableMetricResource>();
 }
 
-async function createPlan(o: TestOrganization, charges: Record<string, unknown>[]): Promise<PlanJson> {
+async function createPlan(o: TestOrganization, charges: Record<string, unknown>[]): Promise<PlanResource> {
   const res = await stack.app.inject({
     method: 'POST',
     url: '/v1/plans',
@@ -131,13 +72,13 @@ async function createPlan(o: TestOrganization, charges: Record<string, unknown>[
     payload: { code: uid('plan'), name: 'Plan', interval: 'monthly', amount_cents: 0, currency: 'USD', charges },
   });
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<PlanJson>();
+  return res.json<PlanResource>();
 }
 
 async function subscribe(
   o: TestOrganization,
-  customer: CustomerJson,
-  plan: PlanJson,
+  customer: CustomerResource,
+  plan: PlanResource,
   extra: { startedAt?: Date; externalId?: string; status?: 'active' | 'terminated' | 'pending'; endingAt?: Date } = {},
 ): Promise<string> {
   const id = await insertSubscription(stack.db, {
@@ -158,8 +99,8 @@ async function subscribe(
 type Sent = [timestamp: string, properties: Record<string, unknown>];
 
 /** Sends events through POST /v1/events/batch (one or more batches); every event must be stored. */
-async function send(o: TestOrganization, customer: CustomerJson, code: string, events: Sent[], extra: Record<string, unknown> = {}): Promise<EventJson[]> {
-  const stored: EventJson[] = [];
+async function send(o: TestOrganization, customer: CustomerResource, code: string, events: Sent[], extra: Record<string, unknown> = {}): Promise<EventResource[]> {
+  const stored: EventResource[] = [];
   for (let i = 0; i < events.length; i += 100) {
     const payload = {
       events: events.slice(i, i + 100).map(([timestamp, properties]) => ({
@@ -173,7 +114,7 @@ async function send(o: TestOrganization, customer: CustomerJson, code: string, e
     };
     const res = await stack.app.inject({ method: 'POST', url: '/v1/events/batch', headers: o.headers, payload });
     expect(res.statusCode, res.body).toBe(201);
-    const body = res.json<{ ingested: number; errors: unknown[]; events: EventJson[] }>();
+    const body = res.json<{ ingested: number; errors: unknown[]; events: EventResource[] }>();
     expect(body.errors).toEqual([]);
     expect(body.ingested).toBe(payload.events.length);
     stored.push(...body.events);
@@ -186,19 +127,19 @@ async function currentUsage(o: TestOrganization, customerId: string, subscriptio
   return stack.app.inject({ method: 'GET', url: `/v1/customers/${encodeURIComponent(customerId)}/current_usage${query}`, headers: o.headers });
 }
 
-async function usageOf(o: TestOrganization, customerId: string, subscriptionId?: string): Promise<Usage> {
+async function usageOf(o: TestOrganization, customerId: string, subscriptionId?: string): Promise<CurrentUsageResource> {
   const res = await currentUsage(o, customerId, subscriptionId);
   expect(res.statusCode, res.body).toBe(200);
-  return res.json<Usage>();
+  return res.json<CurrentUsageResource>();
 }
 
-function chargeOf(usage: Usage, chargeId: string): UsageCharge {
+function chargeOf(usage: CurrentUsageResource, chargeId: string): CurrentUsageCharge {
   const charge = usage.charges.find((c) => c.charge_id === chargeId);
   expect(charge, `charge ${chargeId} in current_usage`).toBeDefined();
   return charge!;
 }
 
-function amountsOf(charge: UsageCharge) {
+function amountsOf(charge: CurrentUsageCharge) {
   return { units: charge.units, events_count: charge.events_count, amount_cents: charge.amount_cents, filters: charge.filters };
 }
 
@@ -209,9 +150,9 @@ function amountsOf(charge: UsageCharge) {
  * API's charge entry.
  */
 function engine(
-  metric: MetricJson,
-  charge: ChargeJson,
-  stored: readonly EventJson[],
+  metric: BillableMetricResource,
+  charge: ChargeResource,
+  stored: readonly EventResource[],
   subscriptionId: string,
   range: { from: Date; to: Date; now?: Date } = { from: MONTH_START, to: MONTH_END },
 ) {
@@ -256,7 +197,7 @@ describe('current usage matches the engine for every charge model', () => {
     charge: Record<string, unknown>;
     events: Sent[];
     /** Computed by hand from billing-rules.md / lago-reference.md (amounts in cents). */
-    expected: UsageAmounts;
+    expected: Pick<CurrentUsageCharge, 'units' | 'events_count' | 'amount_cents'>;
   }
 
   const countEvents = (n: number): Sent[] => Array.from({ length: n }, (_, i) => [march(1 + (i % 17), 10, i), {}] as Sent);

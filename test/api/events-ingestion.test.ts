@@ -7,42 +7,19 @@
 // "now" (the default timestamp, created_at, the rate limit window) is known.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BillableMetricResource } from '../../src/resources/billable-metric';
+import type { CustomerResource } from '../../src/resources/customer';
+import type { EventResource } from '../../src/resources/event';
+import type { PlanResource } from '../../src/resources/plan';
 import { insertSubscription } from '../support/catalog-fixtures';
 import { expectError, expectUnknownFields, expectValidationError } from '../support/http';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
 
-interface CustomerJson {
-  id: string;
-  external_id: string;
-}
-
-interface MetricJson {
-  id: string;
-  code: string;
-}
-
-interface PlanJson {
-  id: string;
-}
-
-interface EventJson {
-  id: string;
-  transaction_id: string;
-  external_customer_id: string;
-  customer_id: string;
-  external_subscription_id: string | null;
-  subscription_ids: string[];
-  code: string;
-  billable_metric_id: string;
-  timestamp: string;
-  properties: Record<string, unknown>;
-  created_at: string;
-}
-
+/** POST /v1/events/batch's answer (its schema is private to the route). */
 interface BatchJson {
   ingested: number;
   duplicates: number;
-  events: EventJson[];
+  events: EventResource[];
   errors: { index: number; code: string; message: string }[];
 }
 
@@ -70,20 +47,20 @@ async function newOrg(extra: Record<string, unknown> = {}): Promise<TestOrganiza
   return createOrganization(stack.app, { name: `Events Org ${uid('o')}`, events_rate_limit_per_minute: 100_000, ...extra });
 }
 
-async function createCustomer(o: TestOrganization = org): Promise<CustomerJson> {
+async function createCustomer(o: TestOrganization = org): Promise<CustomerResource> {
   const res = await stack.app.inject({ method: 'POST', url: '/v1/customers', headers: o.headers, payload: { external_id: uid('cus') } });
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<CustomerJson>();
+  return res.json<CustomerResource>();
 }
 
-async function createMetric(body: Record<string, unknown>, o: TestOrganization = org): Promise<MetricJson> {
+async function createMetric(body: Record<string, unknown>, o: TestOrganization = org): Promise<BillableMetricResource> {
   const res = await stack.app.inject({ method: 'POST', url: '/v1/billable_metrics', headers: o.headers, payload: { code: uid('m'), name: 'Metric', ...body } });
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<MetricJson>();
+  return res.json<BillableMetricResource>();
 }
 
 /** A monthly plan with one standard charge per metric. */
-async function createPlan(metrics: MetricJson[], o: TestOrganization = org): Promise<PlanJson> {
+async function createPlan(metrics: BillableMetricResource[], o: TestOrganization = org): Promise<PlanResource> {
   const res = await stack.app.inject({
     method: 'POST',
     url: '/v1/plans',
@@ -96,12 +73,12 @@ async function createPlan(metrics: MetricJson[], o: TestOrganization = org): Pro
     },
   });
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<PlanJson>();
+  return res.json<PlanResource>();
 }
 
 async function subscribe(
-  customer: CustomerJson,
-  plan: PlanJson,
+  customer: CustomerResource,
+  plan: PlanResource,
   extra: { startedAt?: Date; externalId?: string; status?: 'active' | 'terminated'; endingAt?: Date } = {},
   o: TestOrganization = org,
 ): Promise<string> {
@@ -126,10 +103,10 @@ const postBatch = (payload: unknown, o: TestOrganization = org) =>
   stack.app.inject({ method: 'POST', url: '/v1/events/batch', headers: o.headers, payload: payload as object });
 const get = (url: string, o: TestOrganization = org) => stack.app.inject({ method: 'GET', url, headers: o.headers });
 
-async function postOk(payload: Record<string, unknown>, o: TestOrganization = org): Promise<EventJson> {
+async function postOk(payload: Record<string, unknown>, o: TestOrganization = org): Promise<EventResource> {
   const res = await post(payload, o);
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<EventJson>();
+  return res.json<EventResource>();
 }
 
 describe('GET /v1/events', () => {
@@ -139,7 +116,7 @@ describe('GET /v1/events', () => {
     const bob = await createCustomer(o);
     const calls = await createMetric({ aggregation_type: 'count' }, o);
     const storage = await createMetric({ aggregation_type: 'sum', field_name: 'gb' }, o);
-    const sent: [CustomerJson, MetricJson, string][] = [
+    const sent: [CustomerResource, BillableMetricResource, string][] = [
       [alice, calls, '2026-05-01T00:00:00Z'],
       [alice, storage, '2026-05-02T00:00:00Z'],
       [bob, calls, '2026-05-03T00:00:00Z'],
@@ -157,7 +134,7 @@ describe('GET /v1/events', () => {
     const list = async (query: string) => {
       const res = await get(`/v1/events${query}`, o);
       expect(res.statusCode, res.body).toBe(200);
-      return { tx: res.json<EventJson[]>().map((e) => e.transaction_id), total: res.headers['x-total-count'] };
+      return { tx: res.json<EventResource[]>().map((e) => e.transaction_id), total: res.headers['x-total-count'] };
     };
     // Newest first: by reception (created_at), not by timestamp.
     expect(await list('')).toEqual({ tx: [e5, e4, e3, e2, e1], total: '5' });
@@ -195,13 +172,13 @@ describe('GET /v1/events/{transaction_id}', () => {
     const otherMetric = await createMetric({ aggregation_type: 'count' }, other);
     const mine = await postOk({ transaction_id: event.transaction_id, external_customer_id: otherCustomer.external_id, code: otherMetric.code }, other);
     expect(mine.id).not.toBe(event.id);
-    expect((await get(`/v1/events/${encodeURIComponent(event.transaction_id)}`)).json<EventJson>().id).toBe(event.id);
+    expect((await get(`/v1/events/${encodeURIComponent(event.transaction_id)}`)).json<EventResource>().id).toBe(event.id);
   });
 });
 
 describe('timestamps', () => {
-  let customer: CustomerJson;
-  let metric: MetricJson;
+  let customer: CustomerResource;
+  let metric: BillableMetricResource;
   beforeAll(async () => {
     customer = await createCustomer();
     metric = await createMetric({ aggregation_type: 'count' });
@@ -313,7 +290,7 @@ describe('routing an event to subscriptions', () => {
     const outcomes: { status: number; attributedToNamed: boolean }[] = [];
     for (const [externalId, subscriptionId, timestamp] of cases) {
       const res = await post({ transaction_id: uid('tx'), external_customer_id: customer.external_id, code: calls.code, external_subscription_id: externalId, timestamp });
-      const attributed = res.statusCode === 201 ? res.json<EventJson>().subscription_ids : [];
+      const attributed = res.statusCode === 201 ? res.json<EventResource>().subscription_ids : [];
       outcomes.push({ status: res.statusCode, attributedToNamed: attributed.includes(subscriptionId) });
     }
     // Refused (422) or stored for nobody; either way not attributed to a subscription that did not run then.
@@ -323,7 +300,7 @@ describe('routing an event to subscriptions', () => {
 });
 
 describe('POST /v1/events/batch', () => {
-  const event = (customer: CustomerJson, metric: MetricJson, extra: Record<string, unknown> = {}) => ({
+  const event = (customer: CustomerResource, metric: BillableMetricResource, extra: Record<string, unknown> = {}) => ({
     transaction_id: uid('tx'),
     external_customer_id: customer.external_id,
     code: metric.code,

@@ -14,104 +14,27 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
-import type { creditNoteResource } from '../../src/resources/credit-note';
+import type { BillableMetricResource } from '../../src/resources/billable-metric';
+import type { CreditNoteResource } from '../../src/resources/credit-note';
+import type { CustomerResource } from '../../src/resources/customer';
+import type { feeResource, InvoiceResource } from '../../src/resources/invoice';
+import type { LifecycleEventPayload } from '../../src/resources/lifecycle-event';
+import type { PlanResource } from '../../src/resources/plan';
+import type { SubscriptionResource } from '../../src/resources/subscription';
+import type { TestClockResource } from '../../src/resources/test-clock';
+import type { WalletResource } from '../../src/resources/wallet';
+import type { WebhookResource } from '../../src/resources/webhook';
 import { eventually, expectError, expectValidationError } from '../support/http';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
 import { startStackWorker, type StackWorker } from '../support/worker';
-
-interface ClockBody {
-  id: string;
-  frozen_time: string;
-  status: 'ready' | 'advancing';
-}
-
-interface CustomerBody {
-  id: string;
-  external_id: string;
-  test_clock_id: string | null;
-}
-
-interface Entity {
-  id: string;
-  code: string;
-}
-
-interface SubscriptionBody {
-  id: string;
-  external_id: string;
-  plan_id: string;
-  status: 'pending' | 'active' | 'canceled' | 'terminated';
-  in_trial: boolean;
-  trial_ended_at: string | null;
-  previous_plan_id: string | null;
-  downgraded_at: string | null;
-  started_at: string;
-  ending_at: string | null;
-  canceled_at: string | null;
-  terminated_at: string | null;
-  current_period_started_at: string | null;
-  current_period_ending_at: string | null;
-  updated_at: string;
-}
-
-interface FeeBody {
-  fee_type: 'subscription' | 'charge' | 'add_on' | 'credit' | 'commitment';
-  charge_id: string | null;
-  units: string;
-  events_count: number;
-  amount_cents: string;
-  period_started_at: string | null;
-  period_ended_at: string | null;
-}
-
-interface InvoiceBody {
-  id: string;
-  customer_id: string;
-  subscription_id: string | null;
-  invoice_type: 'subscription' | 'add_on' | 'credit' | 'one_off' | 'progressive_billing';
-  status: 'draft' | 'finalized' | 'paid' | 'voided';
-  number: string;
-  issuing_date: string | null;
-  payment_due_date: string | null;
-  net_payment_term: number;
-  payment_overdue: boolean;
-  period_started_at: string | null;
-  period_ended_at: string | null;
-  fees_amount_cents: string;
-  subtotal: string;
-  progressive_billing_credit_amount_cents: string;
-  prepaid_credit_amount: string;
-  credit_notes_amount_cents: string;
-  coupons_amount_cents: string;
-  total: string;
-  finalized_at: string | null;
-  created_at: string;
-  fees?: FeeBody[];
-}
-
-interface WalletBody {
-  id: string;
-  customer_id: string;
-  status: 'active' | 'terminated';
-  credits_balance: string;
-  balance_cents: string;
-  expiration_at: string | null;
-  terminated_at: string | null;
-  created_at: string;
-}
-
-interface WebhookBody {
-  webhook_type: string;
-  payload: { type: string; created_at: string; data: { object: Record<string, unknown> } };
-}
 
 let stack: TestStack;
 let worker: StackWorker;
 let receiver: Receiver;
 /** Organization defaults: UTC, no grace period, 30 days to pay. */
 let org: TestOrganization;
-let calls: Entity;
+let calls: BillableMetricResource;
 
 const uid = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
 /** An instant as the API writes it. */
@@ -144,22 +67,22 @@ async function ok<T>(res: Awaited<ReturnType<typeof get>>, status: number): Prom
   return res.json<T>();
 }
 
-async function createMetric(headers: Headers, code = uid('calls')): Promise<Entity> {
-  return ok<Entity>(await post('/v1/billable_metrics', { code, name: 'API calls', aggregation_type: 'count' }, headers), 201);
+async function createMetric(headers: Headers, code = uid('calls')): Promise<BillableMetricResource> {
+  return ok<BillableMetricResource>(await post('/v1/billable_metrics', { code, name: 'API calls', aggregation_type: 'count' }, headers), 201);
 }
 
-async function createClock(frozenTime: string, headers: Headers = org.headers): Promise<ClockBody> {
-  return ok<ClockBody>(await post('/v1/test_clocks', { name: uid('clock'), frozen_time: frozenTime }, headers), 201);
+async function createClock(frozenTime: string, headers: Headers = org.headers): Promise<TestClockResource> {
+  return ok<TestClockResource>(await post('/v1/test_clocks', { name: uid('clock'), frozen_time: frozenTime }, headers), 201);
 }
 
-async function createCustomer(clockId: string | null, extra: Record<string, unknown> = {}, headers: Headers = org.headers): Promise<CustomerBody> {
-  return ok<CustomerBody>(await post('/v1/customers', { external_id: uid('cus'), currency: 'USD', test_clock_id: clockId, ...extra }, headers), 201);
+async function createCustomer(clockId: string | null, extra: Record<string, unknown> = {}, headers: Headers = org.headers): Promise<CustomerResource> {
+  return ok<CustomerResource>(await post('/v1/customers', { external_id: uid('cus'), currency: 'USD', test_clock_id: clockId, ...extra }, headers), 201);
 }
 
 /** A monthly plan; `charge`: the amount in cents of one call of `metric` (standard model). */
-async function createPlan(body: { amount_cents: number; charge?: string; trial_period_days?: number; metric?: Entity }, headers: Headers = org.headers): Promise<Entity> {
+async function createPlan(body: { amount_cents: number; charge?: string; trial_period_days?: number; metric?: BillableMetricResource }, headers: Headers = org.headers): Promise<PlanResource> {
   const metric = body.metric ?? calls;
-  return ok<Entity>(
+  return ok<PlanResource>(
     await post(
       '/v1/plans',
       {
@@ -177,28 +100,28 @@ async function createPlan(body: { amount_cents: number; charge?: string; trial_p
   );
 }
 
-async function subscribe(body: Record<string, unknown>, headers: Headers = org.headers): Promise<SubscriptionBody> {
+async function subscribe(body: Record<string, unknown>, headers: Headers = org.headers): Promise<SubscriptionResource> {
   worker.assertAlive();
-  return ok<SubscriptionBody>(await post('/v1/subscriptions', { external_id: uid('sub'), ...body }, headers), 201);
+  return ok<SubscriptionResource>(await post('/v1/subscriptions', { external_id: uid('sub'), ...body }, headers), 201);
 }
 
-async function subscription(id: string, headers: Headers = org.headers): Promise<SubscriptionBody> {
-  return ok<SubscriptionBody>(await get(`/v1/subscriptions/${id}`, headers), 200);
+async function subscription(id: string, headers: Headers = org.headers): Promise<SubscriptionResource> {
+  return ok<SubscriptionResource>(await get(`/v1/subscriptions/${id}`, headers), 200);
 }
 
 /**
  * Advances the clock: 202 at once, then polls until the clock is `ready` at the new time (every
  * workflow of its customers caught up).
  */
-async function advance(clockId: string, iso: string, headers: Headers = org.headers): Promise<ClockBody> {
+async function advance(clockId: string, iso: string, headers: Headers = org.headers): Promise<TestClockResource> {
   worker.assertAlive();
   const res = await post(`/v1/test_clocks/${clockId}/advance`, { frozen_time: iso }, headers);
   expect(res.statusCode, res.body).toBe(202);
-  expect(res.json<ClockBody>()).toMatchObject({ status: 'advancing', frozen_time: at(iso) });
+  expect(res.json<TestClockResource>()).toMatchObject({ status: 'advancing', frozen_time: at(iso) });
   const ready = await eventually(
     async () => {
       worker.assertAlive();
-      const clock = await ok<ClockBody>(await get(`/v1/test_clocks/${clockId}`, headers), 200);
+      const clock = await ok<TestClockResource>(await get(`/v1/test_clocks/${clockId}`, headers), 200);
       return clock.status === 'ready' ? clock : undefined;
     },
     60_000,
@@ -209,7 +132,7 @@ async function advance(clockId: string, iso: string, headers: Headers = org.head
 }
 
 /** Sends `count` API calls of the customer, stamped with the given instants (one each). */
-async function sendCalls(customer: CustomerBody, timestamps: string[], metric: Entity = calls, headers: Headers = org.headers): Promise<void> {
+async function sendCalls(customer: CustomerResource, timestamps: string[], metric: BillableMetricResource = calls, headers: Headers = org.headers): Promise<void> {
   const res = await post(
     '/v1/events/batch',
     { events: timestamps.map((timestamp) => ({ transaction_id: uid('tx'), external_customer_id: customer.external_id, code: metric.code, timestamp })) },
@@ -224,18 +147,18 @@ async function sendCalls(customer: CustomerBody, timestamps: string[], metric: E
 const sameDay = (day: string, n: number) => Array.from({ length: n }, (_, i) => `${day}T${String(10 + i).padStart(2, '0')}:00:00Z`);
 
 /** The subscription's invoices (with their fees), oldest first. */
-async function invoicesOf(subscriptionId: string, headers: Headers = org.headers): Promise<InvoiceBody[]> {
-  const list = await ok<InvoiceBody[]>(await get(`/v1/invoices?subscription_id=${subscriptionId}`, headers), 200);
-  const full = await Promise.all(list.map(async (i) => ok<InvoiceBody>(await get(`/v1/invoices/${i.id}`, headers), 200)));
+async function invoicesOf(subscriptionId: string, headers: Headers = org.headers): Promise<InvoiceResource[]> {
+  const list = await ok<InvoiceResource[]>(await get(`/v1/invoices?subscription_id=${subscriptionId}`, headers), 200);
+  const full = await Promise.all(list.map(async (i) => ok<InvoiceResource>(await get(`/v1/invoices/${i.id}`, headers), 200)));
   // Invoices of one clock instant share created_at: their numbers (taken at finalization) order them.
   return full.sort((a, b) => a.created_at.localeCompare(b.created_at) || a.invoice_type.localeCompare(b.invoice_type) || a.number.localeCompare(b.number));
 }
 
-async function invoice(id: string, headers: Headers = org.headers): Promise<InvoiceBody> {
-  return ok<InvoiceBody>(await get(`/v1/invoices/${id}`, headers), 200);
+async function invoice(id: string, headers: Headers = org.headers): Promise<InvoiceResource> {
+  return ok<InvoiceResource>(await get(`/v1/invoices/${id}`, headers), 200);
 }
 
-const feeOf = (inv: InvoiceBody, type: FeeBody['fee_type']) => inv.fees!.filter((f) => f.fee_type === type).map((f) => ({ units: f.units, amount_cents: f.amount_cents }));
+const feeOf = (inv: InvoiceResource, type: z.output<typeof feeResource>['fee_type']) => inv.fees!.filter((f) => f.fee_type === type).map((f) => ({ units: f.units, amount_cents: f.amount_cents }));
 
 /** When each lifecycle event of this type about this object happened (occurred_at, ISO). */
 async function eventTimes(organizationId: string, type: string, objectId: string): Promise<string[]> {
@@ -382,7 +305,7 @@ describe('a scheduled downgrade on a test clock', () => {
 
     await advance(clock.id, '2030-01-10T12:00:00Z');
     await sendCalls(customer, sameDay('2030-01-05', 4));
-    const scheduled = await ok<SubscriptionBody>(await put(`/v1/subscriptions/${sub.id}`, { plan_id: basic.id }), 200);
+    const scheduled = await ok<SubscriptionResource>(await put(`/v1/subscriptions/${sub.id}`, { plan_id: basic.id }), 200);
     expect(scheduled).toMatchObject({ plan_id: pro.id, previous_plan_id: basic.id, downgraded_at: '2030-01-10T12:00:00.000Z', status: 'active' });
 
     // Two more calls on Pro after the request, then the period's last second: still pending.
@@ -429,7 +352,7 @@ describe('a scheduled downgrade on a test clock', () => {
 
     await advance(clock.id, '2030-01-10T00:00:00Z');
     await sendCalls(customer, sameDay('2030-01-05', 4));
-    expect(await ok<SubscriptionBody>(await put(`/v1/subscriptions/${sub.id}`, { plan_id: basic.id }), 200)).toMatchObject({ plan_id: pro.id, previous_plan_id: basic.id });
+    expect(await ok<SubscriptionResource>(await put(`/v1/subscriptions/${sub.id}`, { plan_id: basic.id }), 200)).toMatchObject({ plan_id: pro.id, previous_plan_id: basic.id });
 
     await advance(clock.id, '2030-02-01T00:00:00Z');
     expect(await subscription(sub.id)).toMatchObject({ plan_id: basic.id, previous_plan_id: null });
@@ -481,7 +404,7 @@ describe('a cancellation on a test clock', () => {
 
     await advance(clock.id, '2030-02-10T00:00:00Z');
     expect((await invoicesOf(sub.id)).map((i) => i.total)).toEqual(['10000.0000']);
-    const canceled = await ok<SubscriptionBody>(await post(`/v1/subscriptions/${sub.id}/cancel`), 200);
+    const canceled = await ok<SubscriptionResource>(await post(`/v1/subscriptions/${sub.id}/cancel`), 200);
     expect(canceled).toMatchObject({ status: 'active', canceled_at: '2030-02-10T00:00:00.000Z', ending_at: '2030-03-01T00:00:00.000Z' });
     expect(await eventTimes(org.id, 'subscription.canceled', sub.id)).toEqual(['2030-02-10T00:00:00.000Z']);
 
@@ -570,7 +493,7 @@ describe("an invoice's grace period and due date on a test clock", () => {
   it("issues a one-off invoice of a clock customer at the clock's time and makes it overdue by the clock", async () => {
     const clock = await createClock('2030-01-01T00:00:00Z');
     const customer = await createCustomer(clock.id);
-    const created = await ok<InvoiceBody>(
+    const created = await ok<InvoiceResource>(
       await post('/v1/invoices/one_off', { customer_id: customer.id, currency: 'USD', line_items: [{ description: 'Setup', unit_price: 5000 }] }),
       201,
     );
@@ -594,7 +517,7 @@ describe('a wallet of a test clock customer', () => {
   it("expires when the clock passes its expiration_at, terminated at that instant", async () => {
     const clock = await createClock('2030-01-01T00:00:00Z');
     const customer = await createCustomer(clock.id);
-    const created = await ok<WalletBody>(
+    const created = await ok<WalletResource>(
       await post('/v1/wallets', { customer_id: customer.id, name: 'Prepaid', initial_granted_credits: '10', expiration_at: '2030-03-15T12:00:00Z' }),
       201,
     );
@@ -602,23 +525,23 @@ describe('a wallet of a test clock customer', () => {
     expect(created).toMatchObject({ status: 'active', credits_balance: '10.0000', balance_cents: '1000.0000', expiration_at: '2030-03-15T12:00:00.000Z', terminated_at: null });
 
     await advance(clock.id, '2030-03-15T11:59:59Z');
-    expect((await ok<WalletBody>(await get(`/v1/wallets/${created.id}`), 200)).status).toBe('active');
+    expect((await ok<WalletResource>(await get(`/v1/wallets/${created.id}`), 200)).status).toBe('active');
 
     await advance(clock.id, '2030-04-01T00:00:00Z');
-    const expired = await ok<WalletBody>(await get(`/v1/wallets/${created.id}`), 200);
+    const expired = await ok<WalletResource>(await get(`/v1/wallets/${created.id}`), 200);
     expect(expired).toMatchObject({ status: 'terminated', terminated_at: '2030-03-15T12:00:00.000Z' });
     expect(await eventTimes(org.id, 'wallet.terminated', created.id)).toEqual(['2030-03-15T12:00:00.000Z']);
     expectError(await post(`/v1/wallets/${created.id}/top_up`, { credits: '1' }), 400, 'wallet_terminated');
-    const listed = await ok<WalletBody[]>(await get(`/v1/wallets?customer_id=${customer.id}&status=terminated`), 200);
+    const listed = await ok<WalletResource[]>(await get(`/v1/wallets?customer_id=${customer.id}&status=terminated`), 200);
     expect(listed.map((w) => w.id)).toEqual([created.id]);
   });
 
   it("announces its creation and records its transactions at the clock's time", async () => {
     const clock = await createClock('2030-01-01T00:00:00Z');
     const customer = await createCustomer(clock.id);
-    const wallet = await ok<WalletBody>(await post('/v1/wallets', { customer_id: customer.id, initial_granted_credits: '10' }), 201);
+    const wallet = await ok<WalletResource>(await post('/v1/wallets', { customer_id: customer.id, initial_granted_credits: '10' }), 201);
     await advance(clock.id, '2030-02-01T00:00:00Z');
-    await ok<WalletBody>(await post(`/v1/wallets/${wallet.id}/top_up`, { credits: '5' }), 200);
+    await ok<WalletResource>(await post(`/v1/wallets/${wallet.id}/top_up`, { credits: '5' }), 200);
     const transactions = await ok<{ credit_amount: string; created_at: string }[]>(await get(`/v1/wallets/${wallet.id}/transactions`), 200);
     expect(transactions.map((t) => [t.credit_amount, t.created_at]).sort()).toEqual([
       ['10', '2030-01-01T00:00:00.000Z'],
@@ -704,13 +627,13 @@ describe('the walk-through of docs/test-clocks.md', () => {
     await ok(await post('/v1/webhook_endpoints', { url: receiver.url('/walkthrough') }, h), 201);
 
     // 1. A clock at January 1st.
-    const clock = await ok<ClockBody>(await post('/v1/test_clocks', { name: 'pricing check', frozen_time: '2030-01-01T00:00:00Z' }, h), 201);
+    const clock = await ok<TestClockResource>(await post('/v1/test_clocks', { name: 'pricing check', frozen_time: '2030-01-01T00:00:00Z' }, h), 201);
     // 2. A customer on it.
-    const customer = await ok<CustomerBody>(await post('/v1/customers', { external_id: 'acme-sim', currency: 'USD', test_clock_id: clock.id }, h), 201);
+    const customer = await ok<CustomerResource>(await post('/v1/customers', { external_id: 'acme-sim', currency: 'USD', test_clock_id: clock.id }, h), 201);
     expect(customer.test_clock_id).toBe(clock.id);
     // 3. A monthly plan with a usage charge, and a subscription with a 14-day trial.
-    const metric = await ok<Entity>(await post('/v1/billable_metrics', { name: 'API calls', code: 'api_calls', aggregation_type: 'count' }, h), 201);
-    const plan = await ok<Entity>(
+    const metric = await ok<BillableMetricResource>(await post('/v1/billable_metrics', { name: 'API calls', code: 'api_calls', aggregation_type: 'count' }, h), 201);
+    const plan = await ok<PlanResource>(
       await post(
         '/v1/plans',
         {
@@ -726,7 +649,7 @@ describe('the walk-through of docs/test-clocks.md', () => {
       ),
       201,
     );
-    const sub = await ok<SubscriptionBody>(await post('/v1/subscriptions', { external_id: 'acme-sim-pro', customer_id: customer.id, plan_id: plan.id }, h), 201);
+    const sub = await ok<SubscriptionResource>(await post('/v1/subscriptions', { external_id: 'acme-sim-pro', customer_id: customer.id, plan_id: plan.id }, h), 201);
     // Starts at the clock's time, active and in trial until January 15th.
     expect(sub).toMatchObject({ status: 'active', in_trial: true, started_at: '2030-01-01T00:00:00.000Z' });
 
@@ -752,7 +675,7 @@ describe('the walk-through of docs/test-clocks.md', () => {
     await advance(clock.id, '2030-04-01T00:00:00Z', h);
 
     // 6. Read the invoices.
-    const list = await ok<InvoiceBody[]>(await get(`/v1/invoices?customer_id=${customer.id}`, h), 200);
+    const list = await ok<InvoiceResource[]>(await get(`/v1/invoices?customer_id=${customer.id}`, h), 200);
     const byDate = [...list].sort((x, y) => (x.issuing_date ?? '').localeCompare(y.issuing_date ?? ''));
     expect(byDate.map((i) => ({ issuing_date: i.issuing_date, total: i.total, status: i.status, payment_overdue: i.payment_overdue }))).toEqual([
       // January from the trial end day (the 15th) included: 4900 * 17 / 31 = 2687.0968, + 2 calls * 2 = 2691.0968 -> 2691.
@@ -761,7 +684,7 @@ describe('the walk-through of docs/test-clocks.md', () => {
       { issuing_date: '2030-03-01', total: '4900.0000', status: 'finalized', payment_overdue: true },
       { issuing_date: '2030-04-01', total: '4900.0000', status: 'finalized', payment_overdue: false },
     ]);
-    const [feb, mar, apr] = byDate as [InvoiceBody, InvoiceBody, InvoiceBody];
+    const [feb, mar, apr] = byDate as [InvoiceResource, InvoiceResource, InvoiceResource];
     const february = await invoice(feb.id, h);
     expect(february.fees_amount_cents).toBe('2691.0968');
     expect(feeOf(february, 'subscription')).toEqual([{ units: '17.0000', amount_cents: '2687.0968' }]);
@@ -774,11 +697,13 @@ describe('the walk-through of docs/test-clocks.md', () => {
     expect(await eventTimes(tenant.id, 'invoice.payment_overdue', apr.id)).toEqual([]);
 
     // GET /v1/webhooks: what the simulation sent, each with the clock's time as created_at.
-    const webhooks = await ok<WebhookBody[]>(await get('/v1/webhooks?limit=1000', h), 200);
+    const webhooks = await ok<WebhookResource[]>(await get('/v1/webhooks?limit=1000', h), 200);
+    // A webhook's payload is the lifecycle event it delivered.
+    const payloadOf = (w: WebhookResource) => w.payload as LifecycleEventPayload;
     const sent = (type: string, objectId: string) =>
       webhooks
-        .filter((w) => w.webhook_type === type && w.payload.data.object.id === objectId)
-        .map((w) => w.payload.created_at)
+        .filter((w) => w.webhook_type === type && payloadOf(w).data.object.id === objectId)
+        .map((w) => payloadOf(w).created_at)
         .sort();
     expect(sent('customer.created', customer.id)).toEqual(['2030-01-01T00:00:00.000Z']);
     expect(sent('subscription.started', sub.id)).toEqual(['2030-01-01T00:00:00.000Z']);
@@ -793,9 +718,9 @@ describe('the walk-through of docs/test-clocks.md', () => {
 
     // 7. Clean up: refused while the subscription is live, then the clock and its customer go.
     expectError(await del(`/v1/test_clocks/${clock.id}`, h), 400, 'test_clock_in_use');
-    expect((await ok<SubscriptionBody>(await del(`/v1/subscriptions/${sub.id}?on_termination_action=skip`, h), 200)).status).toBe('terminated');
+    expect((await ok<SubscriptionResource>(await del(`/v1/subscriptions/${sub.id}?on_termination_action=skip`, h), 200)).status).toBe('terminated');
     // skip: nothing more billed.
-    expect(await ok<InvoiceBody[]>(await get(`/v1/invoices?customer_id=${customer.id}`, h), 200)).toHaveLength(3);
+    expect(await ok<InvoiceResource[]>(await get(`/v1/invoices?customer_id=${customer.id}`, h), 200)).toHaveLength(3);
     expect((await ok<{ deleted_at: string | null }>(await del(`/v1/test_clocks/${clock.id}`, h), 200)).deleted_at).not.toBeNull();
     expectError(await get(`/v1/customers/${customer.id}`, h), 404, 'customer_not_found');
   }, 120_000);
@@ -850,21 +775,19 @@ describe('advancing a clock whose customers are being driven', () => {
     const first = await post(`/v1/test_clocks/${clock.id}/advance`, { frozen_time: '2031-01-01T00:00:00Z' });
     expect(first.statusCode, first.body).toBe(202);
     expectError(await post(`/v1/test_clocks/${clock.id}/advance`, { frozen_time: '2031-02-01T00:00:00Z' }), 400, 'invalid_state_transition');
-    expect(await ok<ClockBody>(await get(`/v1/test_clocks/${clock.id}`), 200)).toMatchObject({ status: 'advancing', frozen_time: '2031-01-01T00:00:00.000Z' });
+    expect(await ok<TestClockResource>(await get(`/v1/test_clocks/${clock.id}`), 200)).toMatchObject({ status: 'advancing', frozen_time: '2031-01-01T00:00:00.000Z' });
 
-    await eventually(async () => ((await ok<ClockBody>(await get(`/v1/test_clocks/${clock.id}`), 200)).status === 'ready' ? true : undefined), 60_000, 'the clock ready');
+    await eventually(async () => ((await ok<TestClockResource>(await get(`/v1/test_clocks/${clock.id}`), 200)).status === 'ready' ? true : undefined), 60_000, 'the clock ready');
     expectValidationError(await post(`/v1/test_clocks/${clock.id}/advance`, { frozen_time: '2031-01-01T00:00:00Z' }), 'frozen_time');
     expectValidationError(await post(`/v1/test_clocks/${clock.id}/advance`, { frozen_time: '2030-12-31T23:59:59Z' }), 'frozen_time');
-    expect(await ok<ClockBody>(await get(`/v1/test_clocks/${clock.id}`), 200)).toMatchObject({ status: 'ready', frozen_time: '2031-01-01T00:00:00.000Z' });
+    expect(await ok<TestClockResource>(await get(`/v1/test_clocks/${clock.id}`), 200)).toMatchObject({ status: 'ready', frozen_time: '2031-01-01T00:00:00.000Z' });
   });
 });
 
 // ---- issue 12: bills that used to collide or carry fractions ---------------------------------
 
-type CreditNoteBody = z.output<typeof creditNoteResource>;
-
-async function creditNotesOf(customerId: string): Promise<CreditNoteBody[]> {
-  const notes = await ok<CreditNoteBody[]>(await get(`/v1/credit_notes?customer_id=${customerId}`), 200);
+async function creditNotesOf(customerId: string): Promise<CreditNoteResource[]> {
+  const notes = await ok<CreditNoteResource[]>(await get(`/v1/credit_notes?customer_id=${customerId}`), 200);
   return notes.sort((a, b) => a.created_at.localeCompare(b.created_at) || a.number.localeCompare(b.number));
 }
 
@@ -875,7 +798,7 @@ const firstCreditNotes = (customerId: string) =>
     return found.length > 0 ? found : undefined;
   }, 30_000, 'the termination credit note');
 
-const creditsOf = (notes: CreditNoteBody[]) => notes.map((n) => ({ items: n.items.map((i) => i.amount_cents), credit: n.credit_amount_cents, reason: n.reason }));
+const creditsOf = (notes: CreditNoteResource[]) => notes.map((n) => ({ items: n.items.map((i) => i.amount_cents), credit: n.credit_amount_cents, reason: n.reason }));
 
 describe('same-day plan changes in advance (issue 12)', () => {
   it('an upgrade on the start day credits the first fee and bills the new plan on a new invoice', async () => {
@@ -1028,12 +951,12 @@ describe('wallets at the finalization instant (issue 12, found by the finalizati
     const customer = await createCustomer(clock.id);
     const plan = await createPlan({ amount_cents: 500 });
     const sub = await subscribe({ customer_id: customer.id, plan_id: plan.id });
-    const wallet = await ok<WalletBody>(await post('/v1/wallets', { customer_id: customer.id, initial_granted_credits: '10', expiration_at: '2030-03-01T00:00:00Z' }), 201);
+    const wallet = await ok<WalletResource>(await post('/v1/wallets', { customer_id: customer.id, initial_granted_credits: '10', expiration_at: '2030-03-01T00:00:00Z' }), 201);
     // One advance over both the February 1st boundary and the wallet's expiry.
     await advance(clock.id, '2030-03-01T00:00:00Z');
     const [january] = await invoicesOf(sub.id);
     expect(january).toMatchObject({ issuing_date: '2030-02-01', prepaid_credit_amount: '500.0000', total: '0.0000', status: 'paid' });
-    expect(await ok<WalletBody>(await get(`/v1/wallets/${wallet.id}`), 200)).toMatchObject({ status: 'terminated', balance_cents: '500.0000' });
+    expect(await ok<WalletResource>(await get(`/v1/wallets/${wallet.id}`), 200)).toMatchObject({ status: 'terminated', balance_cents: '500.0000' });
   });
 
   it('pays whole cents and keeps a fraction of one', async () => {
@@ -1042,12 +965,12 @@ describe('wallets at the finalization instant (issue 12, found by the finalizati
     const plan = await createPlan({ amount_cents: 1000 });
     const sub = await subscribe({ customer_id: customer.id, plan_id: plan.id });
     // 1.2345 credits at 0.01 a credit: 1.2345 cents.
-    const wallet = await ok<WalletBody>(await post('/v1/wallets', { customer_id: customer.id, rate_amount: '0.01', initial_granted_credits: '1.2345' }), 201);
+    const wallet = await ok<WalletResource>(await post('/v1/wallets', { customer_id: customer.id, rate_amount: '0.01', initial_granted_credits: '1.2345' }), 201);
     expect(wallet.balance_cents).toBe('1.2345');
     await advance(clock.id, '2030-02-01T00:00:00Z');
     const [january] = await invoicesOf(sub.id);
     expect(january).toMatchObject({ prepaid_credit_amount: '1.0000', total: '999.0000' });
-    expect((await ok<WalletBody>(await get(`/v1/wallets/${wallet.id}`), 200)).balance_cents).toBe('0.2345');
+    expect((await ok<WalletResource>(await get(`/v1/wallets/${wallet.id}`), 200)).balance_cents).toBe('0.2345');
   });
 });
 
@@ -1082,12 +1005,12 @@ describe('one advance delivers its instants in order (issue 12, found by the fin
     const sub = await subscribe({ customer_id: customer.id, plan_id: plan.id });
     await advance(clock.id, '2030-03-01T00:00:00Z');
     // 15 credits: all of January's 1000 and half of February's.
-    const wallet = await ok<WalletBody>(await post('/v1/wallets', { customer_id: customer.id, initial_granted_credits: '15' }), 201);
+    const wallet = await ok<WalletResource>(await post('/v1/wallets', { customer_id: customer.id, initial_granted_credits: '15' }), 201);
     await advance(clock.id, '2030-04-15T00:00:00Z');
     const [january, february] = await invoicesOf(sub.id);
     expect(january).toMatchObject({ issuing_date: '2030-03-13', prepaid_credit_amount: '1000.0000', total: '0.0000', status: 'paid' });
     expect(february).toMatchObject({ issuing_date: '2030-04-10', prepaid_credit_amount: '500.0000', total: '500.0000', status: 'finalized' });
     expect(Number(january!.number.split('-').pop())).toBeLessThan(Number(february!.number.split('-').pop()));
-    expect((await ok<WalletBody>(await get(`/v1/wallets/${wallet.id}`), 200)).balance_cents).toBe('0.0000');
+    expect((await ok<WalletResource>(await get(`/v1/wallets/${wallet.id}`), 200)).balance_cents).toBe('0.0000');
   });
 });

@@ -10,54 +10,22 @@
 // that what they check does not depend on how a workflow catches up with a clock in the past.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BillableMetricResource } from '../../src/resources/billable-metric';
+import type { CustomerResource } from '../../src/resources/customer';
+import type { EventResource } from '../../src/resources/event';
+import type { PlanResource } from '../../src/resources/plan';
+import type { SubscriptionResource } from '../../src/resources/subscription';
+import type { TestClockResource } from '../../src/resources/test-clock';
 import { insertPlan, insertSubscription } from '../support/catalog-fixtures';
 import { eventually, expectError, expectUnknownFields, expectValidationError, ISO_MS_UTC, UUID } from '../support/http';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
 import { startStackWorker, type StackWorker } from '../support/worker';
 
-interface ClockBody {
-  id: string;
-  organization_id: string;
-  name: string | null;
-  frozen_time: string;
-  status: 'ready' | 'advancing';
-  created_at: string;
-  updated_at: string;
-  deleted_at: string | null;
-}
-
-interface CustomerBody {
-  id: string;
-  external_id: string;
-  test_clock_id: string | null;
-}
-
-interface EventBody {
-  id: string;
-  transaction_id: string;
-  timestamp: string;
-  subscription_ids: string[];
-}
-
-interface SubscriptionBody {
-  id: string;
-  external_id: string;
-  status: string;
-  started_at: string;
-  current_period_started_at: string | null;
-}
-
-interface Entity {
-  id: string;
-  code: string;
-}
-
-
 let stack: TestStack;
 let worker: StackWorker;
 let org: TestOrganization;
 let other: TestOrganization;
-let metric: Entity;
+let metric: BillableMetricResource;
 
 const MINUTE = 60_000;
 const uid = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
@@ -76,7 +44,7 @@ beforeAll(async () => {
   other = await createOrganization(stack.app, { name: 'Other Clock Org', default_currency: 'USD', timezone: 'UTC' });
   const res = await post('/v1/billable_metrics', { code: uid('calls'), name: 'API calls', aggregation_type: 'count' });
   expect(res.statusCode, res.body).toBe(201);
-  metric = res.json<Entity>();
+  metric = res.json<BillableMetricResource>();
 }, 120_000);
 
 afterAll(async () => {
@@ -84,19 +52,19 @@ afterAll(async () => {
   await stack?.close();
 });
 
-async function createClock(frozenTime: Date | string, extra: Record<string, unknown> = {}, headers: Headers = org.headers): Promise<ClockBody> {
+async function createClock(frozenTime: Date | string, extra: Record<string, unknown> = {}, headers: Headers = org.headers): Promise<TestClockResource> {
   const res = await post('/v1/test_clocks', { frozen_time: typeof frozenTime === 'string' ? frozenTime : frozenTime.toISOString(), ...extra }, headers);
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<ClockBody>();
+  return res.json<TestClockResource>();
 }
 
-async function createCustomer(extra: Record<string, unknown> = {}, headers: Headers = org.headers): Promise<CustomerBody> {
+async function createCustomer(extra: Record<string, unknown> = {}, headers: Headers = org.headers): Promise<CustomerResource> {
   const res = await post('/v1/customers', { external_id: uid('cus'), ...extra }, headers);
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<CustomerBody>();
+  return res.json<CustomerResource>();
 }
 
-async function createPlan(): Promise<Entity> {
+async function createPlan(): Promise<PlanResource> {
   const res = await post('/v1/plans', {
     code: uid('plan'),
     name: 'Plan',
@@ -106,14 +74,14 @@ async function createPlan(): Promise<Entity> {
     charges: [{ billable_metric_id: metric.id, charge_model: 'standard', properties: { amount: '5' } }],
   });
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<Entity>();
+  return res.json<PlanResource>();
 }
 
-async function subscribe(body: Record<string, unknown>): Promise<SubscriptionBody> {
+async function subscribe(body: Record<string, unknown>): Promise<SubscriptionResource> {
   worker.assertAlive();
   const res = await post('/v1/subscriptions', { external_id: uid('sub'), ...body });
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<SubscriptionBody>();
+  return res.json<SubscriptionResource>();
 }
 
 /** A clock a few minutes before real time (see the header), at a whole second. */
@@ -125,7 +93,7 @@ describe('POST /v1/test_clocks', () => {
   it('creates a ready clock at the given time (normalized to UTC with milliseconds)', async () => {
     const res = await post('/v1/test_clocks', { name: 'Renewals', frozen_time: '2025-01-15T10:00:00+02:00' });
     expect(res.statusCode, res.body).toBe(201);
-    const clock = res.json<ClockBody>();
+    const clock = res.json<TestClockResource>();
     expect(clock).toEqual({
       id: expect.stringMatching(UUID),
       organization_id: org.id,
@@ -173,12 +141,12 @@ describe('GET /v1/test_clocks', () => {
     const all = await get('/v1/test_clocks', o.headers);
     expect(all.statusCode, all.body).toBe(200);
     expect(all.headers['x-total-count']).toBe('3');
-    expect(all.json<ClockBody[]>().map((x) => x.id)).toEqual([c.id, b.id, a.id]);
+    expect(all.json<TestClockResource[]>().map((x) => x.id)).toEqual([c.id, b.id, a.id]);
 
     const page = await get('/v1/test_clocks/?skip=1&limit=1', o.headers);
     expect(page.statusCode, page.body).toBe(200);
     expect(page.headers['x-total-count']).toBe('3');
-    expect(page.json<ClockBody[]>().map((x) => x.id)).toEqual([b.id]);
+    expect(page.json<TestClockResource[]>().map((x) => x.id)).toEqual([b.id]);
   });
 
   it('refuses skip and limit out of range (422)', async () => {
@@ -207,7 +175,7 @@ describe('customers on a test clock', () => {
     const customer = await createCustomer({ test_clock_id: clock.id });
     expect(customer.test_clock_id).toBe(clock.id);
     const read = await get(`/v1/customers/${customer.id}`);
-    expect(read.json<CustomerBody>().test_clock_id).toBe(clock.id);
+    expect(read.json<CustomerResource>().test_clock_id).toBe(clock.id);
     expect((await createCustomer()).test_clock_id).toBeNull();
     expect((await createCustomer({ test_clock_id: null })).test_clock_id).toBeNull();
   });
@@ -230,14 +198,14 @@ describe('customers on a test clock', () => {
 
     const same = await put(`/v1/customers/${onClock.id}`, { test_clock_id: clock.id, name: 'Renamed' });
     expect(same.statusCode, same.body).toBe(200);
-    expect(same.json<CustomerBody>()).toMatchObject({ test_clock_id: clock.id, name: 'Renamed' });
+    expect(same.json<CustomerResource>()).toMatchObject({ test_clock_id: clock.id, name: 'Renamed' });
     expectValidationError(await put(`/v1/customers/${onClock.id}`, { test_clock_id: another.id }), 'test_clock_id');
     expectValidationError(await put(`/v1/customers/${onClock.id}`, { test_clock_id: null }), 'test_clock_id');
     expectValidationError(await put(`/v1/customers/${real.id}`, { test_clock_id: clock.id }), 'test_clock_id');
     const stillReal = await put(`/v1/customers/${real.id}`, { test_clock_id: null });
     expect(stillReal.statusCode, stillReal.body).toBe(200);
-    expect(stillReal.json<CustomerBody>().test_clock_id).toBeNull();
-    expect((await get(`/v1/customers/${onClock.id}`)).json<CustomerBody>().test_clock_id).toBe(clock.id);
+    expect(stillReal.json<CustomerResource>().test_clock_id).toBeNull();
+    expect((await get(`/v1/customers/${onClock.id}`)).json<CustomerResource>().test_clock_id).toBe(clock.id);
   });
 
   it("announces customer.created at the clock's time (a real customer: at its creation)", async () => {
@@ -253,7 +221,7 @@ describe('customers on a test clock', () => {
 });
 
 describe("events of a test clock's customer", () => {
-  const event = (customer: CustomerBody, extra: Record<string, unknown> = {}) => ({
+  const event = (customer: CustomerResource, extra: Record<string, unknown> = {}) => ({
     transaction_id: uid('tx'),
     external_customer_id: customer.external_id,
     code: metric.code,
@@ -266,15 +234,15 @@ describe("events of a test clock's customer", () => {
 
     const defaulted = await post('/v1/events', event(customer));
     expect(defaulted.statusCode, defaulted.body).toBe(201);
-    expect(defaulted.json<EventBody>().timestamp).toBe('2025-01-15T12:00:00.000Z');
+    expect(defaulted.json<EventResource>().timestamp).toBe('2025-01-15T12:00:00.000Z');
 
     const atClock = await post('/v1/events', event(customer, { timestamp: '2025-01-15T14:00:00+02:00' }));
     expect(atClock.statusCode, atClock.body).toBe(201);
-    expect(atClock.json<EventBody>().timestamp).toBe('2025-01-15T12:00:00.000Z');
+    expect(atClock.json<EventResource>().timestamp).toBe('2025-01-15T12:00:00.000Z');
 
     const before = await post('/v1/events', event(customer, { timestamp: '2025-01-10T00:00:00Z' }));
     expect(before.statusCode, before.body).toBe(201);
-    expect(before.json<EventBody>().timestamp).toBe('2025-01-10T00:00:00.000Z');
+    expect(before.json<EventResource>().timestamp).toBe('2025-01-10T00:00:00.000Z');
   });
 
   it("refuses a timestamp after the clock's time: 422 on timestamp for one event, a per-event error in a batch", async () => {
@@ -289,7 +257,7 @@ describe("events of a test clock's customer", () => {
       events: [event(customer, { timestamp: '2025-01-14T00:00:00Z' }), event(customer, { timestamp: '2025-02-01T00:00:00Z' }), event(customer)],
     });
     expect(batch.statusCode, batch.body).toBe(201);
-    const result = batch.json<{ ingested: number; duplicates: number; events: EventBody[]; errors: { index: number; code: string; message: string }[] }>();
+    const result = batch.json<{ ingested: number; duplicates: number; events: EventResource[]; errors: { index: number; code: string; message: string }[] }>();
     expect(result.ingested).toBe(2);
     expect(result.events.map((e) => e.timestamp)).toEqual(['2025-01-14T00:00:00.000Z', '2025-01-15T12:00:00.000Z']);
     expect(result.errors).toEqual([{ index: 1, code: 'validation_error', message: expect.stringMatching(/^timestamp: /) }]);
@@ -302,7 +270,7 @@ describe("events of a test clock's customer", () => {
     const sentAt = Date.now();
     const res = await post('/v1/events/batch', { events: [event(early), event(late), event(real), event(real, { timestamp: '2199-01-01T00:00:00Z' })] });
     expect(res.statusCode, res.body).toBe(201);
-    const result = res.json<{ events: EventBody[]; errors: unknown[] }>();
+    const result = res.json<{ events: EventResource[]; errors: unknown[] }>();
     expect(result.errors).toEqual([]);
     const [a, b, c, d] = result.events;
     expect(a!.timestamp).toBe('2025-01-15T00:00:00.000Z');
@@ -319,7 +287,7 @@ describe("events of a test clock's customer", () => {
     const res = await post('/v1/events', event(customer, { timestamp: '2025-02-20T00:00:00Z' }));
     expect(res.statusCode, res.body).toBe(201);
     const defaulted = await post('/v1/events', event(customer));
-    expect(defaulted.json<EventBody>().timestamp).toBe('2025-03-01T00:00:00.000Z');
+    expect(defaulted.json<EventResource>().timestamp).toBe('2025-03-01T00:00:00.000Z');
   });
 });
 
@@ -346,7 +314,7 @@ describe("subscriptions of a test clock's customer", () => {
     const sub = await subscribe({ customer_id: customer.id, plan_id: (await createPlan()).id });
     expect(sub.status).toBe('active');
     expectError(await del(`/v1/test_clocks/${clock.id}`), 400, 'test_clock_in_use');
-    expect((await get(`/v1/test_clocks/${clock.id}`)).json<ClockBody>().deleted_at).toBeNull();
+    expect((await get(`/v1/test_clocks/${clock.id}`)).json<TestClockResource>().deleted_at).toBeNull();
 
     const pendingClock = await createClock(recentClockTime());
     const pendingCustomer = await createCustomer({ test_clock_id: pendingClock.id });
@@ -418,19 +386,19 @@ describe('DELETE /v1/test_clocks/{id}', () => {
 
     const res = await del(`/v1/test_clocks/${clock.id}`);
     expect(res.statusCode, res.body).toBe(200);
-    const deleted = res.json<ClockBody>();
+    const deleted = res.json<TestClockResource>();
     expect(deleted).toMatchObject({ id: clock.id, organization_id: org.id });
     expect(deleted.deleted_at).toMatch(ISO_MS_UTC);
     expectError(await get(`/v1/test_clocks/${clock.id}`), 404, 'test_clock_not_found');
     expectError(await get(`/v1/customers/${customer.id}`), 404, 'customer_not_found');
-    expect((await get('/v1/test_clocks')).json<ClockBody[]>().map((c) => c.id)).not.toContain(clock.id);
+    expect((await get('/v1/test_clocks')).json<TestClockResource[]>().map((c) => c.id)).not.toContain(clock.id);
   });
 
   it('deletes a clock without customers', async () => {
     const clock = await createClock('2025-01-01T00:00:00Z');
     const res = await del(`/v1/test_clocks/${clock.id}/`);
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json<ClockBody>().deleted_at).toMatch(ISO_MS_UTC);
+    expect(res.json<TestClockResource>().deleted_at).toMatch(ISO_MS_UTC);
   });
 });
 
@@ -442,7 +410,7 @@ describe('POST /v1/test_clocks/{id}/advance', () => {
     expectValidationError(await post(`/v1/test_clocks/${clock.id}/advance`, {}), 'frozen_time');
     expectValidationError(await post(`/v1/test_clocks/${clock.id}/advance`, { frozen_time: 'later' }), 'frozen_time');
     expectUnknownFields(await post(`/v1/test_clocks/${clock.id}/advance`, { frozen_time: '2025-02-01T00:00:00Z', status: 'ready' }), ['status']);
-    const unchanged = (await get(`/v1/test_clocks/${clock.id}`)).json<ClockBody>();
+    const unchanged = (await get(`/v1/test_clocks/${clock.id}`)).json<TestClockResource>();
     expect(unchanged).toMatchObject({ frozen_time: '2025-01-15T00:00:00.000Z', status: 'ready' });
   });
 
@@ -451,17 +419,17 @@ describe('POST /v1/test_clocks/{id}/advance', () => {
     await stack.db.models.TestClock.updateOne({ _id: clock.id }, { $set: { status: 'advancing', frozen_time: new Date('2025-02-01T00:00:00Z'), advance_started_at: new Date() } });
     expectError(await post(`/v1/test_clocks/${clock.id}/advance`, { frozen_time: '2025-03-01T00:00:00Z' }), 400, 'invalid_state_transition');
     expectError(await post(`/v1/test_clocks/${clock.id}/advance`, { frozen_time: '2025-01-20T00:00:00Z' }), 400, 'invalid_state_transition');
-    expect((await get(`/v1/test_clocks/${clock.id}`)).json<ClockBody>().frozen_time).toBe('2025-02-01T00:00:00.000Z');
+    expect((await get(`/v1/test_clocks/${clock.id}`)).json<TestClockResource>().frozen_time).toBe('2025-02-01T00:00:00.000Z');
   });
 
   it('answers 202 at once with status advancing, then the clock is ready at the new time', async () => {
     const clock = await createClock('2025-01-15T00:00:00Z');
     const res = await post(`/v1/test_clocks/${clock.id}/advance`, { frozen_time: '2025-02-15T00:00:00Z' });
     expect(res.statusCode, res.body).toBe(202);
-    expect(res.json<ClockBody>()).toMatchObject({ id: clock.id, status: 'advancing', frozen_time: '2025-02-15T00:00:00.000Z' });
+    expect(res.json<TestClockResource>()).toMatchObject({ id: clock.id, status: 'advancing', frozen_time: '2025-02-15T00:00:00.000Z' });
     const ready = await eventually(
       async () => {
-        const now = (await get(`/v1/test_clocks/${clock.id}`)).json<ClockBody>();
+        const now = (await get(`/v1/test_clocks/${clock.id}`)).json<TestClockResource>();
         return now.status === 'ready' ? now : undefined;
       },
       30_000,
@@ -478,9 +446,9 @@ describe('POST /v1/test_clocks/{id}/advance', () => {
     ]);
     expect([a.statusCode, b.statusCode].sort(), `${a.body} ${b.body}`).toEqual([202, 400]);
     expectError(a.statusCode === 400 ? a : b, 400, 'invalid_state_transition');
-    const winner = (a.statusCode === 202 ? a : b).json<ClockBody>();
-    await eventually(async () => ((await get(`/v1/test_clocks/${clock.id}`)).json<ClockBody>().status === 'ready' ? true : undefined), 30_000, 'the clock to be ready');
-    expect((await get(`/v1/test_clocks/${clock.id}`)).json<ClockBody>().frozen_time).toBe(winner.frozen_time);
+    const winner = (a.statusCode === 202 ? a : b).json<TestClockResource>();
+    await eventually(async () => ((await get(`/v1/test_clocks/${clock.id}`)).json<TestClockResource>().status === 'ready' ? true : undefined), 30_000, 'the clock to be ready');
+    expect((await get(`/v1/test_clocks/${clock.id}`)).json<TestClockResource>().frozen_time).toBe(winner.frozen_time);
   });
 
   it("carries its customers' subscriptions into the clock's new period", async () => {
@@ -491,12 +459,12 @@ describe('POST /v1/test_clocks/{id}/advance', () => {
 
     const res = await post(`/v1/test_clocks/${clock.id}/advance`, { frozen_time: '2025-02-10T00:00:00Z' });
     expect(res.statusCode, res.body).toBe(202);
-    await eventually(async () => ((await get(`/v1/test_clocks/${clock.id}`)).json<ClockBody>().status === 'ready' ? true : undefined), 30_000, 'the clock to be ready');
-    const after = (await get(`/v1/subscriptions/${sub.id}`)).json<SubscriptionBody>();
+    await eventually(async () => ((await get(`/v1/test_clocks/${clock.id}`)).json<TestClockResource>().status === 'ready' ? true : undefined), 30_000, 'the clock to be ready');
+    const after = (await get(`/v1/subscriptions/${sub.id}`)).json<SubscriptionResource>();
     expect(after.current_period_started_at).toBe('2025-02-01T00:00:00.000Z');
     // Events follow the advanced clock.
     const event = await post('/v1/events', { transaction_id: uid('tx'), external_customer_id: customer.external_id, code: metric.code });
     expect(event.statusCode, event.body).toBe(201);
-    expect(event.json<EventBody>()).toMatchObject({ timestamp: '2025-02-10T00:00:00.000Z', subscription_ids: [sub.id] });
+    expect(event.json<EventResource>()).toMatchObject({ timestamp: '2025-02-10T00:00:00.000Z', subscription_ids: [sub.id] });
   });
 });

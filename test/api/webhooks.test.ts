@@ -9,35 +9,12 @@ import { workflowIds } from '../../src/temporal/workflow-ids';
 import { toLifecycleEventPayload } from '../../src/resources/lifecycle-event';
 import { deliveryIdFor } from '../../src/webhooks/emit-event';
 import { generateWebhookSecret, verifyWebhookSignature } from '../../src/webhooks/signature';
+import type { CustomerResource } from '../../src/resources/customer';
+import type { WebhookResource } from '../../src/resources/webhook';
 import { eventually, expectError, expectValidationError, ISO_MS_UTC, sleep, UUID } from '../support/http';
 import { startReceiver, type ReceivedRequest, type Receiver } from '../support/receiver';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
 import { startStackWorker, type StackWorker } from '../support/worker';
-
-interface WebhookBody {
-  id: string;
-  organization_id: string;
-  webhook_endpoint_id: string;
-  event_id: string;
-  webhook_type: string;
-  payload: { id: string; type: string; created_at: string; organization_id: string; data: { object: Record<string, unknown> } };
-  status: 'pending' | 'succeeded' | 'failed';
-  retries: number;
-  attempts: number;
-  http_status: number | null;
-  last_error: string | null;
-  last_attempt_at: string | null;
-  attempt_log: { attempt: number; attempted_at: string; http_status: number | null; error: string | null; duration_ms: number }[];
-  created_at: string;
-  updated_at: string;
-}
-
-interface CustomerBody {
-  id: string;
-  external_id: string;
-  organization_id: string;
-  created_at: string;
-}
 
 let stack: TestStack;
 let receiver: Receiver;
@@ -78,7 +55,7 @@ async function createEndpoint(
   return { id: body.id, secret: body.secret, path };
 }
 
-async function createCustomer(org: TestOrganization): Promise<CustomerBody> {
+async function createCustomer(org: TestOrganization): Promise<CustomerResource> {
   const res = await stack.app.inject({
     method: 'POST',
     url: '/v1/customers',
@@ -86,7 +63,7 @@ async function createCustomer(org: TestOrganization): Promise<CustomerBody> {
     payload: { external_id: `wh-${randomUUID()}`, name: 'Webhook Customer' },
   });
   expect(res.statusCode, res.body).toBe(201);
-  return res.json<CustomerBody>();
+  return res.json<CustomerResource>();
 }
 
 const getWebhook = (id: string, headers: Headers) => stack.app.inject({ method: 'GET', url: `/v1/webhooks/${encodeURIComponent(id)}`, headers });
@@ -105,13 +82,13 @@ async function waitForRequests(path: string, count: number, timeoutMs = 20_000):
   );
 }
 
-async function waitForStatus(id: string, headers: Headers, status: WebhookBody['status'], timeoutMs = 20_000): Promise<WebhookBody> {
+async function waitForStatus(id: string, headers: Headers, status: WebhookResource['status'], timeoutMs = 20_000): Promise<WebhookResource> {
   return eventually(
     async () => {
       assertWorkerAlive();
       const res = await getWebhook(id, headers);
       expect(res.statusCode, res.body).toBe(200);
-      const body = res.json<WebhookBody>();
+      const body = res.json<WebhookResource>();
       return body.status === status ? body : undefined;
     },
     timeoutMs,
@@ -231,7 +208,7 @@ describe('customer.created is delivered', () => {
     // Deliveries are recorded before POST /v1/customers answers: only the subscribed endpoint has one.
     const all = await listWebhooks('', org.headers);
     expect(all.headers['x-total-count']).toBe('1');
-    expect(all.json<WebhookBody[]>().map((w) => w.webhook_endpoint_id)).toEqual([subscribed.id]);
+    expect(all.json<WebhookResource[]>().map((w) => w.webhook_endpoint_id)).toEqual([subscribed.id]);
 
     // Once the subscribed endpoint has its request, give any stray delivery time to arrive too.
     await waitForRequests(subscribed.path, 1);
@@ -272,7 +249,7 @@ describe('GET /v1/webhooks', () => {
     await waitForStatus(deliveredB, org.headers, 'succeeded');
   }, 60_000);
 
-  const ids = (res: { json: <T>() => T }) => res.json<WebhookBody[]>().map((w) => w.id);
+  const ids = (res: { json: <T>() => T }) => res.json<WebhookResource[]>().map((w) => w.id);
 
   it('lists every delivery of the organization, newest first, with X-Total-Count', async () => {
     const res = await listWebhooks('', org.headers);
@@ -282,7 +259,7 @@ describe('GET /v1/webhooks', () => {
     expect([...listed].sort()).toEqual([deliveredA, deliveredB, failedA, pendingB].sort());
     // The two customer.created deliveries were created after the inserted ones.
     expect(listed.slice(2).sort()).toEqual([failedA, pendingB].sort());
-    const createdAt = res.json<WebhookBody[]>().map((w) => w.created_at);
+    const createdAt = res.json<WebhookResource[]>().map((w) => w.created_at);
     expect([...createdAt].sort().reverse()).toEqual(createdAt);
   });
 
@@ -291,7 +268,7 @@ describe('GET /v1/webhooks', () => {
     expect(res.statusCode, res.body).toBe(200);
     expect(res.headers['x-total-count']).toBe('2');
     expect(ids(res).sort()).toEqual([deliveredA, failedA].sort());
-    for (const w of res.json<WebhookBody[]>()) expect(w.webhook_endpoint_id).toBe(endpointA.id);
+    for (const w of res.json<WebhookResource[]>()) expect(w.webhook_endpoint_id).toBe(endpointA.id);
 
     const unknown = await listWebhooks(`?webhook_endpoint_id=${randomUUID()}`, org.headers);
     expect(unknown.statusCode).toBe(200);
@@ -341,7 +318,7 @@ describe('GET /v1/webhooks', () => {
   it('GET /v1/webhooks/{id} shows a failed delivery with its attempts', async () => {
     const res = await getWebhook(failedA, org.headers);
     expect(res.statusCode, res.body).toBe(200);
-    const w = res.json<WebhookBody>();
+    const w = res.json<WebhookResource>();
     expect(w).toMatchObject({ id: failedA, status: 'failed', attempts: 10, retries: 9, http_status: 503, last_error: 'HTTP 503' });
     expect(w.attempt_log.map((a) => a.attempt)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     for (const a of w.attempt_log) expect(a.attempted_at).toMatch(ISO_MS_UTC);
@@ -392,7 +369,7 @@ describe('POST /v1/webhooks/{id}/retry', () => {
     const before = await waitForStatus(id, org.headers, 'succeeded');
 
     expectError(await retryWebhook(id, org.headers), 400, 'invalid_state_transition');
-    const after = (await getWebhook(id, org.headers)).json<WebhookBody>();
+    const after = (await getWebhook(id, org.headers)).json<WebhookResource>();
     expect(after).toEqual(before);
     await sleep(300);
     expect(receiver.requests(endpoint.path)).toHaveLength(1);
@@ -417,7 +394,7 @@ describe('POST /v1/webhooks/{id}/retry', () => {
 
     const res = await retryWebhook(id, org.headers);
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json<WebhookBody>()).toMatchObject({ id, status: 'pending', attempts: 10, webhook_endpoint_id: endpoint.id });
+    expect(res.json<WebhookResource>()).toMatchObject({ id, status: 'pending', attempts: 10, webhook_endpoint_id: endpoint.id });
 
     const [request] = await waitForRequests(endpoint.path, 1);
     expect(request!.headers['x-billing-delivery-id']).toBe(id);
@@ -466,10 +443,10 @@ describe('POST /v1/webhooks/{id}/retry', () => {
 
     const res = await retryWebhook(id, org.headers);
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json<WebhookBody>().status).toBe('pending');
+    expect(res.json<WebhookResource>().status).toBe('pending');
     const handle = stack.temporal.client.workflow.getHandle(workflowIds.webhook(id));
     expect(await handle.result()).toEqual({ status: 'abandoned', attempts: 10 });
-    const after = (await getWebhook(id, org.headers)).json<WebhookBody>();
+    const after = (await getWebhook(id, org.headers)).json<WebhookResource>();
     expect(after).toMatchObject({ status: 'failed', attempts: 10, last_error: 'endpoint deleted' });
     expect(after.attempt_log).toHaveLength(10);
     expect(receiver.requests(endpoint.path)).toHaveLength(0);
