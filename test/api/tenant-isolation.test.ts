@@ -12,43 +12,27 @@
 // drafts wait 30 days for finalization, so amounts stay exactly what each step made them.
 import Decimal from 'decimal.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { z } from 'zod';
-import type { eventResource } from '../../src/resources/event';
-import { type InvoiceResource } from '../../src/resources/invoice';
-import type { webhookResource } from '../../src/resources/webhook';
+import type { AddOnResource } from '../../src/resources/add-on';
+import type { BillableMetricResource } from '../../src/resources/billable-metric';
+import type { CommitmentResource } from '../../src/resources/commitment';
+import type { AppliedCouponResource, CouponResource } from '../../src/resources/coupon';
 import type { CreditNoteResource } from '../../src/resources/credit-note';
-import type { WalletResource } from '../../src/resources/wallet';
+import type { CustomerResource } from '../../src/resources/customer';
+import type { EventResource } from '../../src/resources/event';
+import type { InvoiceResource } from '../../src/resources/invoice';
+import type { PlanResource } from '../../src/resources/plan';
 import type { SubscriptionResource } from '../../src/resources/subscription';
-import type { addOnResource } from '../../src/resources/add-on';
-import type { billableMetricResource } from '../../src/resources/billable-metric';
-import type { commitmentResource } from '../../src/resources/commitment';
-import type { appliedCouponResource, couponResource } from '../../src/resources/coupon';
-import type { customerResource } from '../../src/resources/customer';
-import type { planResource } from '../../src/resources/plan';
-import type { appliedTaxResource, taxResource } from '../../src/resources/tax';
-import type { testClockResource } from '../../src/resources/test-clock';
-import type { usageThresholdResource } from '../../src/resources/usage-threshold';
-import type { webhookEndpointResource } from '../../src/resources/webhook-endpoint';
+import type { AppliedTaxResource, TaxResource } from '../../src/resources/tax';
+import type { TestClockResource } from '../../src/resources/test-clock';
+import type { UsageThresholdResource } from '../../src/resources/usage-threshold';
+import type { WalletResource } from '../../src/resources/wallet';
+import type { WebhookResource } from '../../src/resources/webhook';
+import type { WebhookEndpointResource, WebhookEndpointWithSecret } from '../../src/resources/webhook-endpoint';
 import { verifyWebhookSignature } from '../../src/webhooks/signature';
 import { eventually, expectError, injectAs, ok, type Method } from '../support/http';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
 import { startStackWorker, type StackWorker } from '../support/worker';
-
-type Customer = z.output<typeof customerResource>;
-type Metric = z.output<typeof billableMetricResource>;
-type Plan = z.output<typeof planResource>;
-type Commitment = z.output<typeof commitmentResource>;
-type UsageThreshold = z.output<typeof usageThresholdResource>;
-type AddOn = z.output<typeof addOnResource>;
-type Tax = z.output<typeof taxResource>;
-type AppliedTax = z.output<typeof appliedTaxResource>;
-type Coupon = z.output<typeof couponResource>;
-type AppliedCoupon = z.output<typeof appliedCouponResource>;
-type UsageEvent = z.output<typeof eventResource>;
-type TestClock = z.output<typeof testClockResource>;
-type WebhookEndpoint = z.output<typeof webhookEndpointResource> & { secret: string };
-type Webhook = z.output<typeof webhookResource>;
 
 let stack: TestStack;
 let worker: StackWorker;
@@ -123,27 +107,27 @@ const call = (org: TestOrganization, method: Method, url: string, payload?: unkn
 interface World {
   terms: Terms;
   org: TestOrganization;
-  endpoint: WebhookEndpoint;
-  clock: TestClock;
-  tax: Tax;
-  customer: Customer;
-  metric: Metric;
-  plan: Plan;
-  commitment: Commitment;
-  threshold: UsageThreshold;
-  addOn: AddOn;
+  endpoint: WebhookEndpointWithSecret;
+  clock: TestClockResource;
+  tax: TaxResource;
+  customer: CustomerResource;
+  metric: BillableMetricResource;
+  plan: PlanResource;
+  commitment: CommitmentResource;
+  threshold: UsageThresholdResource;
+  addOn: AddOnResource;
   oneOff: InvoiceResource;
   oneOffReplay: InvoiceResource;
   addOnInvoice: InvoiceResource;
   finalized: InvoiceResource;
   creditNote: CreditNoteResource;
-  coupon: Coupon;
-  appliedCoupon: AppliedCoupon;
-  customerTax: Tax;
-  appliedTax: AppliedTax;
+  coupon: CouponResource;
+  appliedCoupon: AppliedCouponResource;
+  customerTax: TaxResource;
+  appliedTax: AppliedTaxResource;
   wallet: WalletResource;
   subscription: SubscriptionResource;
-  event: UsageEvent;
+  event: EventResource;
 }
 
 async function buildWorld(terms: Terms): Promise<World> {
@@ -155,12 +139,12 @@ async function buildWorld(terms: Terms): Promise<World> {
   });
   const post = <T>(url: string, body: unknown, headers: Record<string, string> = {}) => call(org, 'POST', url, body, headers).then((res) => ok<T>(res, 201));
 
-  const endpoint = await post<WebhookEndpoint>('/v1/webhook_endpoints', { url: receiver.url(SHARED.webhookPath) });
-  const clock = await post<TestClock>('/v1/test_clocks', { name: SHARED.clockName, frozen_time: '2031-01-01T00:00:00Z' });
-  const tax = await post<Tax>('/v1/taxes', { code: SHARED.tax, name: `VAT ${terms.label}`, rate: terms.taxRate, applied_to_organization: true });
-  const customer = await post<Customer>('/v1/customers', { external_id: SHARED.customer, name: `Customer of ${terms.label}`, currency: 'USD' });
-  const metric = await post<Metric>('/v1/billable_metrics', { code: SHARED.metric, name: `Calls ${terms.label}`, aggregation_type: 'count' });
-  const plan = await post<Plan>('/v1/plans', {
+  const endpoint = await post<WebhookEndpointWithSecret>('/v1/webhook_endpoints', { url: receiver.url(SHARED.webhookPath) });
+  const clock = await post<TestClockResource>('/v1/test_clocks', { name: SHARED.clockName, frozen_time: '2031-01-01T00:00:00Z' });
+  const tax = await post<TaxResource>('/v1/taxes', { code: SHARED.tax, name: `VAT ${terms.label}`, rate: terms.taxRate, applied_to_organization: true });
+  const customer = await post<CustomerResource>('/v1/customers', { external_id: SHARED.customer, name: `Customer of ${terms.label}`, currency: 'USD' });
+  const metric = await post<BillableMetricResource>('/v1/billable_metrics', { code: SHARED.metric, name: `Calls ${terms.label}`, aggregation_type: 'count' });
+  const plan = await post<PlanResource>('/v1/plans', {
     code: SHARED.plan,
     name: `Pro ${terms.label}`,
     interval: 'monthly',
@@ -168,9 +152,9 @@ async function buildWorld(terms: Terms): Promise<World> {
     currency: 'USD',
     charges: [{ billable_metric_id: SHARED.metric, charge_model: 'standard', properties: { amount: '1' } }],
   });
-  const commitment = await post<Commitment>(`/v1/plans/${SHARED.plan}/commitments`, { amount_cents: terms.commitmentCents });
-  const threshold = await post<UsageThreshold>(`/v1/plans/${SHARED.plan}/usage_thresholds`, { amount_cents: '100000' });
-  const addOn = await post<AddOn>('/v1/add_ons', { code: SHARED.addOn, name: `Setup ${terms.label}`, amount_cents: terms.addOnCents });
+  const commitment = await post<CommitmentResource>(`/v1/plans/${SHARED.plan}/commitments`, { amount_cents: terms.commitmentCents });
+  const threshold = await post<UsageThresholdResource>(`/v1/plans/${SHARED.plan}/usage_thresholds`, { amount_cents: '100000' });
+  const addOn = await post<AddOnResource>('/v1/add_ons', { code: SHARED.addOn, name: `Setup ${terms.label}`, amount_cents: terms.addOnCents });
 
   const oneOff = await post<InvoiceResource>('/v1/invoices/one_off', ONE_OFF_ORDER, KEYED);
   const oneOffReplay = await post<InvoiceResource>('/v1/invoices/one_off', ONE_OFF_ORDER, KEYED);
@@ -183,7 +167,7 @@ async function buildWorld(terms: Terms): Promise<World> {
     items: [{ fee_id: addOnInvoice.fees![0]!.id, amount_cents: '100' }],
   });
 
-  const coupon = await post<Coupon>('/v1/coupons', {
+  const coupon = await post<CouponResource>('/v1/coupons', {
     code: SHARED.coupon,
     name: `Welcome ${terms.label}`,
     coupon_type: 'fixed_amount',
@@ -191,12 +175,12 @@ async function buildWorld(terms: Terms): Promise<World> {
     amount_currency: 'USD',
     reusable: false,
   });
-  const appliedCoupon = await post<AppliedCoupon>('/v1/coupons/apply', { coupon_code: SHARED.coupon, customer_id: SHARED.customer });
-  const customerTax = await post<Tax>('/v1/taxes', { code: SHARED.customerTax, name: `Local ${terms.label}`, rate: '0.05' });
-  const appliedTax = await post<AppliedTax>('/v1/taxes/apply', { tax_code: SHARED.customerTax, taxable_type: 'customer', taxable_id: SHARED.customer });
+  const appliedCoupon = await post<AppliedCouponResource>('/v1/coupons/apply', { coupon_code: SHARED.coupon, customer_id: SHARED.customer });
+  const customerTax = await post<TaxResource>('/v1/taxes', { code: SHARED.customerTax, name: `Local ${terms.label}`, rate: '0.05' });
+  const appliedTax = await post<AppliedTaxResource>('/v1/taxes/apply', { tax_code: SHARED.customerTax, taxable_type: 'customer', taxable_id: SHARED.customer });
   const wallet = await post<WalletResource>('/v1/wallets', { customer_id: SHARED.customer, code: SHARED.wallet, initial_granted_credits: terms.walletCredits });
   const subscription = await post<SubscriptionResource>('/v1/subscriptions', { external_id: SHARED.subscription, customer_id: SHARED.customer, plan_id: SHARED.plan });
-  const event = await post<UsageEvent>('/v1/events', { transaction_id: SHARED.transaction, external_customer_id: SHARED.customer, code: SHARED.metric });
+  const event = await post<EventResource>('/v1/events', { transaction_id: SHARED.transaction, external_customer_id: SHARED.customer, code: SHARED.metric });
 
   return {
     terms,
@@ -387,8 +371,8 @@ describe('commitments and usage thresholds of plans with one code', () => {
     for (const [own] of pairs()) {
       expect(own.commitment).toMatchObject({ organization_id: own.org.id, plan_id: own.plan.id, amount_cents: s4(own.terms.commitmentCents) });
       expect(own.threshold).toMatchObject({ organization_id: own.org.id, plan_id: own.plan.id, amount_cents: s4(100000) });
-      expect(ok<Commitment[]>(await call(own.org, 'GET', `/v1/plans/${SHARED.plan}/commitments`)).map((c) => c.id)).toEqual([own.commitment.id]);
-      expect(ok<UsageThreshold[]>(await call(own.org, 'GET', `/v1/plans/${SHARED.plan}/usage_thresholds`)).map((t) => t.id)).toEqual([own.threshold.id]);
+      expect(ok<CommitmentResource[]>(await call(own.org, 'GET', `/v1/plans/${SHARED.plan}/commitments`)).map((c) => c.id)).toEqual([own.commitment.id]);
+      expect(ok<UsageThresholdResource[]>(await call(own.org, 'GET', `/v1/plans/${SHARED.plan}/usage_thresholds`)).map((t) => t.id)).toEqual([own.threshold.id]);
     }
   });
 
@@ -399,7 +383,7 @@ describe('commitments and usage thresholds of plans with one code', () => {
       expectError(await call(own.org, 'PUT', `/v1/commitments/${other.commitment.id}`, { amount_cents: '1' }), 404, 'commitment_not_found');
       expectError(await call(own.org, 'DELETE', `/v1/usage_thresholds/${other.threshold.id}`), 404, 'usage_threshold_not_found');
     }
-    expect(ok<Commitment[]>(await call(a.org, 'GET', `/v1/plans/${SHARED.plan}/commitments`))[0]!.amount_cents).toBe(s4(TERMS_A.commitmentCents));
+    expect(ok<CommitmentResource[]>(await call(a.org, 'GET', `/v1/plans/${SHARED.plan}/commitments`))[0]!.amount_cents).toBe(s4(TERMS_A.commitmentCents));
   });
 });
 
@@ -420,21 +404,21 @@ describe('coupons and taxes applied by code to the customer with one external_id
   it("each organization's tax is applied to its own customer", async () => {
     for (const [own] of pairs()) {
       expect(own.appliedTax).toMatchObject({ tax_id: own.customerTax.id, taxable_type: 'customer', taxable_id: own.customer.id });
-      const listed = ok<AppliedTax[]>(await call(own.org, 'GET', `/v1/taxes/applied?taxable_type=customer&taxable_id=${SHARED.customer}`));
+      const listed = ok<AppliedTaxResource[]>(await call(own.org, 'GET', `/v1/taxes/applied?taxable_type=customer&taxable_id=${SHARED.customer}`));
       expect(listed.map((t) => t.id)).toEqual([own.appliedTax.id]);
     }
   });
 
   it("the other organization's applications are 404 and listed nowhere", async () => {
     for (const [own, other] of pairs()) {
-      const listed = ok<AppliedCoupon[]>(await call(own.org, 'GET', `/v1/customers/${SHARED.customer}/applied_coupons`));
+      const listed = ok<AppliedCouponResource[]>(await call(own.org, 'GET', `/v1/customers/${SHARED.customer}/applied_coupons`));
       expect(listed.map((c) => c.id)).toEqual([own.appliedCoupon.id]);
       expectError(await call(own.org, 'GET', `/v1/customers/${other.customer.id}/applied_coupons`), 404, 'customer_not_found');
       expectError(await call(own.org, 'DELETE', `/v1/coupons/applied/${other.appliedCoupon.id}`), 404, 'applied_coupon_not_found');
       expectError(await call(own.org, 'DELETE', `/v1/taxes/applied/${other.appliedTax.id}`), 404, 'applied_tax_not_found');
       expectError(await call(own.org, 'POST', '/v1/coupons/apply', { coupon_code: other.coupon.id, customer_id: SHARED.customer }), 404, 'coupon_not_found');
     }
-    expect(ok<AppliedCoupon[]>(await call(a.org, 'GET', `/v1/customers/${SHARED.customer}/applied_coupons?status=active`)).map((c) => c.id)).toEqual([
+    expect(ok<AppliedCouponResource[]>(await call(a.org, 'GET', `/v1/customers/${SHARED.customer}/applied_coupons?status=active`)).map((c) => c.id)).toEqual([
       a.appliedCoupon.id,
     ]);
   });
@@ -487,7 +471,7 @@ describe('subscriptions with one external_id, events with one transaction_id', (
         billable_metric_id: own.metric.id,
         subscription_ids: [own.subscription.id],
       });
-      expect(ok<UsageEvent>(await call(own.org, 'GET', `/v1/events/${SHARED.transaction}`)).id).toBe(own.event.id);
+      expect(ok<EventResource>(await call(own.org, 'GET', `/v1/events/${SHARED.transaction}`)).id).toBe(own.event.id);
       // Within the organization the transaction_id is taken: a duplicate of its own event.
       const again = await call(own.org, 'POST', '/v1/events', { transaction_id: SHARED.transaction, external_customer_id: SHARED.customer, code: SHARED.metric });
       expect(expectError(again, 409, 'already_exists', ['existing_event_id']).existing_event_id).toBe(own.event.id);
@@ -509,12 +493,12 @@ describe('subscriptions with one external_id, events with one transaction_id', (
 describe('test clocks', () => {
   it("the other organization's clock is 404 and cannot carry a customer", async () => {
     for (const [own, other] of pairs()) {
-      expect(ok<TestClock[]>(await call(own.org, 'GET', '/v1/test_clocks')).map((c) => c.id)).toEqual([own.clock.id]);
+      expect(ok<TestClockResource[]>(await call(own.org, 'GET', '/v1/test_clocks')).map((c) => c.id)).toEqual([own.clock.id]);
       expectError(await call(own.org, 'GET', `/v1/test_clocks/${other.clock.id}`), 404, 'test_clock_not_found');
       expectError(await call(own.org, 'POST', `/v1/test_clocks/${other.clock.id}/advance`, { frozen_time: '2031-02-01T00:00:00Z' }), 404, 'test_clock_not_found');
       expectError(await call(own.org, 'POST', '/v1/customers', { external_id: 'on-a-clock', test_clock_id: other.clock.id }), 404, 'test_clock_not_found');
     }
-    expect(ok<TestClock>(await call(a.org, 'GET', `/v1/test_clocks/${a.clock.id}`)).frozen_time).toBe('2031-01-01T00:00:00.000Z');
+    expect(ok<TestClockResource>(await call(a.org, 'GET', `/v1/test_clocks/${a.clock.id}`)).frozen_time).toBe('2031-01-01T00:00:00.000Z');
   });
 });
 
@@ -522,7 +506,7 @@ describe('webhook endpoints on one URL', () => {
   it("each organization's deliveries go to its own endpoint and carry only its own resources", async () => {
     const ownInvoices = (w: World) => [w.oneOff.id, w.addOnInvoice.id].sort();
     for (const [own, other] of pairs()) {
-      const deliveries = ok<Webhook[]>(await call(own.org, 'GET', '/v1/webhooks?limit=1000'));
+      const deliveries = ok<WebhookResource[]>(await call(own.org, 'GET', '/v1/webhooks?limit=1000'));
       expect(deliveries.length).toBeGreaterThan(0);
       for (const d of deliveries) {
         const object = (d.payload as { organization_id: string; data: { object: { organization_id?: string } } }).data.object;
@@ -536,8 +520,8 @@ describe('webhook endpoints on one URL', () => {
       const created = deliveries.filter((d) => d.webhook_type === 'invoice.created');
       expect(created.map((d) => (d.payload as { data: { object: { id: string } } }).data.object.id).sort()).toEqual(ownInvoices(own));
       expectError(await call(own.org, 'GET', `/v1/webhook_endpoints/${other.endpoint.id}`), 404, 'webhook_endpoint_not_found');
-      expect(ok<WebhookEndpoint[]>(await call(own.org, 'GET', '/v1/webhook_endpoints')).map((e) => e.id)).toEqual([own.endpoint.id]);
-      const othersDelivery = ok<Webhook[]>(await call(other.org, 'GET', '/v1/webhooks'))[0]!;
+      expect(ok<WebhookEndpointResource[]>(await call(own.org, 'GET', '/v1/webhook_endpoints')).map((e) => e.id)).toEqual([own.endpoint.id]);
+      const othersDelivery = ok<WebhookResource[]>(await call(other.org, 'GET', '/v1/webhooks'))[0]!;
       expectError(await call(own.org, 'GET', `/v1/webhooks/${othersDelivery.id}`), 404, 'webhook_not_found');
     }
   });

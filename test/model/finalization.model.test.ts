@@ -21,18 +21,17 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, it } from 'vitest';
-import type { z } from 'zod';
-import type { billableMetricResource } from '../../src/resources/billable-metric';
-import type { appliedCouponResource, couponResource } from '../../src/resources/coupon';
-import type { customerResource } from '../../src/resources/customer';
-import { type InvoiceResource } from '../../src/resources/invoice';
+import type { BillableMetricResource } from '../../src/resources/billable-metric';
+import type { AppliedCouponResource, CouponResource } from '../../src/resources/coupon';
 import type { CreditNoteResource } from '../../src/resources/credit-note';
+import type { CustomerResource } from '../../src/resources/customer';
+import type { InvoiceResource } from '../../src/resources/invoice';
+import type { PlanResource } from '../../src/resources/plan';
+import type { SubscriptionResource } from '../../src/resources/subscription';
+import type { TaxResource } from '../../src/resources/tax';
+import type { TestClockResource } from '../../src/resources/test-clock';
 import type { WalletResource } from '../../src/resources/wallet';
 import type { WalletTransactionResource } from '../../src/resources/wallet-transaction';
-import type { SubscriptionResource } from '../../src/resources/subscription';
-import type { planResource } from '../../src/resources/plan';
-import type { taxResource } from '../../src/resources/tax';
-import type { testClockResource } from '../../src/resources/test-clock';
 import { eventually, injectAs, type Method } from '../support/http';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
 import { startStackWorker, type StackWorker } from '../support/worker';
@@ -48,14 +47,6 @@ import {
   type ModelWallet,
   type Outcome,
 } from './finalization-model';
-
-type ClockBody = z.output<typeof testClockResource>;
-type CustomerBody = z.output<typeof customerResource>;
-type PlanBody = z.output<typeof planResource>;
-type CouponBody = z.output<typeof couponResource>;
-type AppliedCouponBody = z.output<typeof appliedCouponResource>;
-type TaxBody = z.output<typeof taxResource>;
-type MetricBody = z.output<typeof billableMetricResource>;
 
 const RUNS = Number(process.env.MODEL_RUNS ?? 200);
 const SEED = process.env.FC_SEED === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(process.env.FC_SEED);
@@ -362,10 +353,10 @@ class ScenarioRun {
   private readonly model: FinalizationModel;
   private readonly ids = new Map<object, string>();
   private readonly log: string[] = [];
-  private customer!: CustomerBody;
-  private clock!: ClockBody;
+  private customer!: CustomerResource;
+  private clock!: TestClockResource;
   private metricCode: string | null = null;
-  private plan: PlanBody | null = null;
+  private plan: PlanResource | null = null;
   private subscribed = false;
 
   private constructor(
@@ -454,10 +445,10 @@ class ScenarioRun {
   private async setUp(): Promise<void> {
     const { taxes } = this.scenario;
     const tax = async (rate: string, appliedToOrganization: boolean) =>
-      (await this.ok<TaxBody>('POST', '/v1/taxes', { code: `tax-${randomUUID()}`, name: 'Tax', rate, applied_to_organization: appliedToOrganization })).code;
+      (await this.ok<TaxResource>('POST', '/v1/taxes', { code: `tax-${randomUUID()}`, name: 'Tax', rate, applied_to_organization: appliedToOrganization })).code;
     for (const rate of taxes.organization) await tax(rate, true);
-    this.clock = await this.ok<ClockBody>('POST', '/v1/test_clocks', { name: 'model', frozen_time: new Date(this.model.now).toISOString() });
-    this.customer = await this.ok<CustomerBody>('POST', '/v1/customers', { external_id: `cus-${randomUUID()}`, currency: 'USD', test_clock_id: this.clock.id });
+    this.clock = await this.ok<TestClockResource>('POST', '/v1/test_clocks', { name: 'model', frozen_time: new Date(this.model.now).toISOString() });
+    this.customer = await this.ok<CustomerResource>('POST', '/v1/customers', { external_id: `cus-${randomUUID()}`, currency: 'USD', test_clock_id: this.clock.id });
     for (const rate of taxes.customer) {
       await this.ok('POST', '/v1/taxes/apply', { tax_code: await tax(rate, false), taxable_type: 'customer', taxable_id: this.customer.id });
     }
@@ -466,10 +457,10 @@ class ScenarioRun {
       let charges: object[] = [];
       if (plan.usagePrice !== null) {
         this.metricCode = `calls-${randomUUID()}`;
-        const metric = await this.ok<MetricBody>('POST', '/v1/billable_metrics', { code: this.metricCode, name: 'Calls', aggregation_type: 'count' });
+        const metric = await this.ok<BillableMetricResource>('POST', '/v1/billable_metrics', { code: this.metricCode, name: 'Calls', aggregation_type: 'count' });
         charges = [{ billable_metric_id: metric.id, charge_model: 'standard', properties: { amount: plan.usagePrice } }];
       }
-      this.plan = await this.ok<PlanBody>('POST', '/v1/plans', {
+      this.plan = await this.ok<PlanResource>('POST', '/v1/plans', {
         code: `plan-${randomUUID()}`,
         name: 'Plan',
         interval: 'monthly',
@@ -567,7 +558,7 @@ class ScenarioRun {
       case 'coupon': {
         const fixed = op.couponType === 'fixed_amount';
         const recurring = op.frequency === 'recurring';
-        const body = await this.ok<CouponBody>('POST', '/v1/coupons', {
+        const body = await this.ok<CouponResource>('POST', '/v1/coupons', {
           code: `coupon-${randomUUID()}`,
           name: 'Coupon',
           coupon_type: op.couponType,
@@ -670,7 +661,7 @@ class ScenarioRun {
   }
 
   private async applyCoupon(coupon: ModelCoupon): Promise<void> {
-    const res = await this.call<AppliedCouponBody>('POST', '/v1/coupons/apply', { coupon_code: this.id(coupon), customer_id: this.customer.id });
+    const res = await this.call<AppliedCouponResource>('POST', '/v1/coupons/apply', { coupon_code: this.id(coupon), customer_id: this.customer.id });
     const { outcome, applied } = this.model.applyCoupon(coupon);
     this.expectOutcome('coupon application', outcome, res);
     if (applied) this.ids.set(applied, res.body.id);
@@ -731,12 +722,12 @@ class ScenarioRun {
   /** Advances the test clock and waits until every workflow of the customer has caught up. */
   private async advance(target: number): Promise<void> {
     const iso = new Date(target).toISOString();
-    const res = await this.call<ClockBody>('POST', `/v1/test_clocks/${this.clock.id}/advance`, { frozen_time: iso });
+    const res = await this.call<TestClockResource>('POST', `/v1/test_clocks/${this.clock.id}/advance`, { frozen_time: iso });
     if (res.status !== 202) throw new Error(`advance to ${iso}: ${res.status} ${res.raw}`);
     await eventually(
       async () => {
         worker.assertAlive();
-        const clock = await this.ok<ClockBody>('GET', `/v1/test_clocks/${this.clock.id}`);
+        const clock = await this.ok<TestClockResource>('GET', `/v1/test_clocks/${this.clock.id}`);
         return clock.status === 'ready' ? clock : undefined;
       },
       120_000,
@@ -773,8 +764,8 @@ class ScenarioRun {
       this.invoices(),
       this.ok<WalletResource[]>('GET', `/v1/wallets?customer_id=${this.customer.id}&limit=1000`),
       this.ok<CreditNoteResource[]>('GET', `/v1/credit_notes?customer_id=${this.customer.id}&limit=1000`),
-      this.ok<AppliedCouponBody[]>('GET', `/v1/customers/${this.customer.id}/applied_coupons?limit=1000`),
-      this.ok<CouponBody[]>('GET', '/v1/coupons?limit=1000'),
+      this.ok<AppliedCouponResource[]>('GET', `/v1/customers/${this.customer.id}/applied_coupons?limit=1000`),
+      this.ok<CouponResource[]>('GET', '/v1/coupons?limit=1000'),
     ]);
     try {
       this.checkInvoices(invoices);
@@ -900,7 +891,7 @@ class ScenarioRun {
     return this.model.invoices.find((i) => i.key === key)!;
   }
 
-  private checkCoupons(applied: AppliedCouponBody[], coupons: CouponBody[]): void {
+  private checkCoupons(applied: AppliedCouponResource[], coupons: CouponResource[]): void {
     same('applied coupons', this.model.appliedCoupons.map((a) => this.id(a)).sort(), applied.map((a) => a.id).sort());
     for (const a of this.model.appliedCoupons) {
       const body = applied.find((b) => b.id === this.id(a))!;

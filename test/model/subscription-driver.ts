@@ -6,14 +6,14 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { DateTime } from 'luxon';
 import type { z } from 'zod';
-import type { eventResource } from '../../src/resources/event';
-import { type feeResource, type InvoiceResource } from '../../src/resources/invoice';
+import type { BillableMetricResource } from '../../src/resources/billable-metric';
 import type { CreditNoteResource } from '../../src/resources/credit-note';
+import type { CustomerResource } from '../../src/resources/customer';
+import type { EventResource } from '../../src/resources/event';
+import type { feeResource, InvoiceResource } from '../../src/resources/invoice';
+import type { PlanResource } from '../../src/resources/plan';
 import type { SubscriptionResource } from '../../src/resources/subscription';
-import type { billableMetricResource } from '../../src/resources/billable-metric';
-import type { customerResource } from '../../src/resources/customer';
-import type { planResource } from '../../src/resources/plan';
-import type { testClockResource } from '../../src/resources/test-clock';
+import type { TestClockResource } from '../../src/resources/test-clock';
 import {
   SubscriptionModel,
   localDate,
@@ -26,15 +26,13 @@ import {
   type TerminationAction,
 } from './subscription-model';
 
+/** A fee as the API returns it (src/resources/invoice.ts exports its schema, not a type for it). */
 type FeeResource = z.output<typeof feeResource>;
-type TestClockResource = z.output<typeof testClockResource>;
-type CustomerResource = z.output<typeof customerResource>;
-type PlanResource = z.output<typeof planResource>;
-type BillableMetricResource = z.output<typeof billableMetricResource>;
+
 /** POST /v1/events/batch's answer (its schema is private to the route). */
 interface EventBatchResult {
   ingested: number;
-  events: z.output<typeof eventResource>[];
+  events: EventResource[];
   errors: { index: number; code: string; message: string }[];
 }
 type Headers = Record<string, string>;
