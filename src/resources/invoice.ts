@@ -78,7 +78,9 @@ function rate(value: unknown): string {
   return String(value ?? '0');
 }
 
-export function toFeeResource(fee: FeeDoc): z.output<typeof feeResource> {
+export type FeeResource = z.output<typeof feeResource>;
+
+export function toFeeResource(fee: FeeDoc): FeeResource {
   return {
     id: fee._id,
     invoice_id: fee.invoice_id,

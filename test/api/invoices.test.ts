@@ -12,28 +12,15 @@ import { randomUUID } from 'node:crypto';
 import Decimal from 'decimal.js';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { z } from 'zod';
 import type { CreditNoteResource } from '../../src/resources/credit-note';
 import type { CustomerResource } from '../../src/resources/customer';
-import type { feeResource, InvoiceResource } from '../../src/resources/invoice';
+import type { FeeResource, InvoiceResource } from '../../src/resources/invoice';
+import type { SettlementResource } from '../../src/resources/settlement';
 import type { WalletResource } from '../../src/resources/wallet';
 import type { WalletTransactionResource } from '../../src/resources/wallet-transaction';
 import { eventually, expectError, expectUnknownFields, expectValidationError, ISO_MS_UTC, sleep, UUID, injectAs, ok, type Method } from '../support/http';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
 import { startStackWorker, type StackWorker } from '../support/worker';
-
-/** A fee as the API returns it (src/resources/invoice.ts exports its schema, not a type for it). */
-type FeeResource = z.output<typeof feeResource>;
-
-/** GET /v1/invoices/{id}/settlements' rows (their schema is private to the route). */
-interface SettlementBody {
-  id: string;
-  invoice_id: string;
-  settlement_type: 'payment' | 'credit_note' | 'wallet_credit';
-  source_id: string;
-  amount_cents: string;
-  created_at: string;
-}
 
 let stack: TestStack;
 let worker: StackWorker;
@@ -146,11 +133,11 @@ const outboundOf = async (org: TestOrganization, walletId: string) =>
   ok<WalletTransactionResource[]>(await call(org, 'GET', `/v1/wallets/${walletId}/transactions?transaction_type=outbound`));
 const settlementsOf = async (org: TestOrganization, invoiceId: string) => {
   const res = await call(org, 'GET', `/v1/invoices/${invoiceId}/settlements`);
-  const rows = ok<SettlementBody[]>(res);
+  const rows = ok<SettlementResource[]>(res);
   expect(res.headers['x-total-count']).toBe(String(rows.length));
   return rows;
 };
-const settlementTuples = (rows: SettlementBody[]) => rows.map((r) => [r.settlement_type, r.source_id, r.amount_cents]).sort();
+const settlementTuples = (rows: SettlementResource[]) => rows.map((r) => [r.settlement_type, r.source_id, r.amount_cents]).sort();
 
 /** A finalized credit note of `amount` on `fee` of a finalized invoice. */
 async function finalizedCreditNote(org: TestOrganization, invoiceId: string, feeId: string, amount: string): Promise<CreditNoteResource> {
@@ -760,7 +747,7 @@ describe('lists, fees, settlements, tenant isolation', () => {
 
   it('GET /v1/invoices/{id}/settlements lists the payments', async () => {
     const res = await call(org, 'GET', `/v1/invoices/${paidInv.id}/settlements`);
-    const rows = ok<SettlementBody[]>(res);
+    const rows = ok<SettlementResource[]>(res);
     expect(res.headers['x-total-count']).toBe('1');
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ invoice_id: paidInv.id, settlement_type: 'payment', amount_cents: s4(700) });

@@ -13,11 +13,10 @@
 // to whole cents.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { z } from 'zod';
 import type { BillableMetricResource } from '../../src/resources/billable-metric';
 import type { CreditNoteResource } from '../../src/resources/credit-note';
 import type { CustomerResource } from '../../src/resources/customer';
-import type { feeResource, InvoiceResource } from '../../src/resources/invoice';
+import type { FeeResource, InvoiceResource } from '../../src/resources/invoice';
 import type { LifecycleEventPayload } from '../../src/resources/lifecycle-event';
 import type { PlanResource } from '../../src/resources/plan';
 import type { SubscriptionResource } from '../../src/resources/subscription';
@@ -158,7 +157,7 @@ async function invoice(id: string, headers: Headers = org.headers): Promise<Invo
   return ok<InvoiceResource>(await get(`/v1/invoices/${id}`, headers), 200);
 }
 
-const feeOf = (inv: InvoiceResource, type: z.output<typeof feeResource>['fee_type']) => inv.fees!.filter((f) => f.fee_type === type).map((f) => ({ units: f.units, amount_cents: f.amount_cents }));
+const feeOf = (inv: InvoiceResource, type: FeeResource['fee_type']) => inv.fees!.filter((f) => f.fee_type === type).map((f) => ({ units: f.units, amount_cents: f.amount_cents }));
 
 /** When each lifecycle event of this type about this object happened (occurred_at, ISO). */
 async function eventTimes(organizationId: string, type: string, objectId: string): Promise<string[]> {

@@ -5,12 +5,11 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { DateTime } from 'luxon';
-import type { z } from 'zod';
 import type { BillableMetricResource } from '../../src/resources/billable-metric';
 import type { CreditNoteResource } from '../../src/resources/credit-note';
 import type { CustomerResource } from '../../src/resources/customer';
 import type { EventResource } from '../../src/resources/event';
-import type { feeResource, InvoiceResource } from '../../src/resources/invoice';
+import type { FeeResource, InvoiceResource } from '../../src/resources/invoice';
 import type { PlanResource } from '../../src/resources/plan';
 import type { SubscriptionResource } from '../../src/resources/subscription';
 import type { TestClockResource } from '../../src/resources/test-clock';
@@ -25,9 +24,6 @@ import {
   type ModelPlan,
   type TerminationAction,
 } from './subscription-model';
-
-/** A fee as the API returns it (src/resources/invoice.ts exports its schema, not a type for it). */
-type FeeResource = z.output<typeof feeResource>;
 
 /** POST /v1/events/batch's answer (its schema is private to the route). */
 interface EventBatchResult {

@@ -10,12 +10,11 @@ import { InvalidTransition, NotFound, Validation } from '../../errors';
 import { workflowIds } from '../../temporal/workflow-ids';
 import { newId } from '../../db/base';
 import { decimalInput } from '../decimal';
-import { d4 } from '../../resources/format';
 import { fromDecimal128 } from '../../db/decimal';
 import { currencyCode, idParams, listQuery, responses, sendList } from '../http';
-import { iso, timestamp } from '../../resources/format';
 import { customerLookup } from '../../db/models/customer';
 import { feeResource, invoiceResource, toFeeResource, toInvoiceResource, type InvoiceResource } from '../../resources/invoice';
+import { settlementResource, toSettlementResource } from '../../resources/settlement';
 import {
   deleteInvoiceUpdate,
   finalizeInvoiceUpdate,
@@ -23,10 +22,6 @@ import {
   refreshInvoiceUpdate,
   voidInvoiceUpdate,
 } from '../../../workflows/invoice';
-
-const settlementResource = z
-  .object({ id: z.string(), invoice_id: z.string(), settlement_type: z.enum(['payment', 'credit_note', 'wallet_credit']), source_id: z.string(), amount_cents: z.string(), created_at: timestamp })
-  .meta({ id: 'InvoiceSettlement' });
 
 const isoDate = z.iso.date();
 
@@ -252,7 +247,7 @@ export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
       const page = rows.slice(request.query.skip, request.query.skip + request.query.limit);
       return sendList(
         reply,
-        page.map((s) => ({ id: s._id, invoice_id: s.invoice_id, settlement_type: s.settlement_type, source_id: s.source_id, amount_cents: d4(s.amount_cents), created_at: iso(s.created_at) })),
+        page.map(toSettlementResource),
         rows.length,
       );
     },
