@@ -15,8 +15,6 @@ import { localDate } from '../domain/periods';
 import { deterministicId } from '../ids';
 import { fromDecimal128, toDecimal128 } from '../db/decimal';
 import type { TemporalClient } from '../temporal/client';
-import { entitySearchAttributes } from '../temporal/search-attributes';
-import { workflowIds } from '../temporal/workflow-ids';
 import { emitEvent, type EmitDeps } from '../webhooks/emit-event';
 import { applyCreditNotesToInvoice } from './credit-notes';
 import { draftInvoiceNumber, invoiceNumber, takeDocumentNumber } from './document-numbers';
@@ -25,6 +23,7 @@ import { consumeWalletsForInvoice } from './wallets';
 import { loadTaxSets } from '../usage/tax-sets';
 import { toInvoiceResource } from '../resources/invoice';
 import { clockOfCustomer, clockOfCustomerId, type ClockRef } from '../test-clocks/time';
+import { startInvoiceWorkflow } from '../../workflows/invoice.messages';
 
 export interface InvoiceDeps extends EmitDeps {
   temporal: TemporalClient;
@@ -114,7 +113,7 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
   const existing = await Invoice.findOne(byKey).lean();
   if (existing) {
     const current = input.finalizeAtCreation && existing.status === 'draft' && existing.grace_period_days === 0 ? await finalizeInvoice(db, deps, existing._id, input.at) : existing;
-    await startInvoiceWorkflow(deps.temporal, current, await clockOfCustomerId(db, current.customer_id), await invoiceOverdueAt(db, current));
+    await ensureInvoiceWorkflow(deps.temporal, current, await clockOfCustomerId(db, current.customer_id), await invoiceOverdueAt(db, current));
     return current;
   }
   const [organization, customer] = await Promise.all([
@@ -229,7 +228,7 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
   if (input.finalizeAtCreation && invoice.status === 'draft' && invoice.grace_period_days === 0) {
     invoice = await finalizeInvoice(db, deps, invoice._id, input.at);
   }
-  await startInvoiceWorkflow(deps.temporal, invoice, await clockOfCustomer(db, customer), await invoiceOverdueAt(db, invoice));
+  await ensureInvoiceWorkflow(deps.temporal, invoice, await clockOfCustomer(db, customer), await invoiceOverdueAt(db, invoice));
   return invoice;
 }
 
@@ -244,35 +243,26 @@ export async function invoiceOverdueAt(db: Db, invoice: Pick<InvoiceDoc, 'paymen
   return DateTime.fromISO(invoice.payment_due_date, { zone }).plus({ days: 1 }).toUTC().toISO();
 }
 
-export async function startInvoiceWorkflow(
+/** Starts the invoice's workflow: a running one is kept, one that ended is not started again. */
+async function ensureInvoiceWorkflow(
   temporal: TemporalClient,
   invoice: Pick<InvoiceDoc, '_id' | 'organization_id' | 'customer_id' | 'status' | 'created_at' | 'grace_period_days'> & { payment_overdue?: boolean },
   clock: ClockRef | null = null,
   overdueAt: string | null = null,
 ): Promise<void> {
   try {
-    await temporal.client.workflow.start('invoiceWorkflow', {
-      workflowId: workflowIds.invoice(invoice._id),
-      taskQueue: temporal.taskQueue,
-      args: [
-        {
-          invoiceId: invoice._id,
-          createdAt: invoice.created_at.toISOString(),
-          gracePeriodDays: invoice.grace_period_days,
-          status: invoice.status,
-          clock,
-          ...(invoice.status === 'finalized' ? { overdueAt, paymentOverdue: invoice.payment_overdue ?? false } : {}),
-        },
-      ],
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      typedSearchAttributes: entitySearchAttributes({
-        organizationId: invoice.organization_id,
-        customerId: invoice.customer_id,
-        entityType: 'invoice',
+    await startInvoiceWorkflow(
+      temporal,
+      {
+        invoiceId: invoice._id,
+        createdAt: invoice.created_at.toISOString(),
+        gracePeriodDays: invoice.grace_period_days,
         status: invoice.status,
-      }),
-    });
+        clock,
+        ...(invoice.status === 'finalized' ? { overdueAt, paymentOverdue: invoice.payment_overdue ?? false } : {}),
+      },
+      { organizationId: invoice.organization_id, customerId: invoice.customer_id },
+    );
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
   }

@@ -37,6 +37,7 @@ import {
 } from '../subscriptions/state';
 import { createCreditNote, finalizeCreditNote, type CreditNoteDeps } from './credit-notes';
 import { createInvoice, type InvoiceDeps } from './invoices';
+import { finalizeInvoiceUpdate } from '../../workflows/invoice.messages';
 
 export type SubscriptionBillingDeps = InvoiceDeps & CreditNoteDeps;
 
@@ -539,7 +540,7 @@ export class SubscriptionBilling {
   /** A credit note needs a finalized invoice: a draft still in its grace period is finalized early. */
   private async finalizeNow(invoiceId: string): Promise<void> {
     try {
-      await this.deps.temporal.client.workflow.getHandle(workflowIds.invoice(invoiceId)).executeUpdate('finalize');
+      await this.deps.temporal.client.workflow.getHandle(workflowIds.invoice(invoiceId)).executeUpdate(finalizeInvoiceUpdate);
     } catch (err) {
       if (!(err instanceof WorkflowUpdateFailedError)) throw err;
     }
