@@ -3,7 +3,8 @@
  * state table and billing-rules.md (Invoice life).
  *
  * Timers: the grace period (a draft is finalized `invoice_grace_period` days after creation, at
- *   once when it is 0); the payment due date (unpaid at the end of the due date: overdue).
+ *   once when it is 0); the payment due date (unpaid at the end of the due date: overdue). Both
+ *   instants are src/domain/invoice-due.ts's.
  * Updates (answer the API synchronously; the validators refuse a wrong state before anything is
  *   written): finalize, pay, void, delete (drafts), refresh (drafts).
  * Signals: settlementRecorded (a payment or credit landed: paid once settlements cover the total).
@@ -12,6 +13,7 @@
  */
 import { ApplicationFailure, condition, proxyActivities, setHandler, allHandlersFinished, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import { gracePeriodEnd } from '../src/domain/invoice-due';
 import { type InvoiceResource } from '../src/resources/invoice';
 import { BillingStatus } from '../src/temporal/search-attributes';
 import {
@@ -33,8 +35,6 @@ const acts = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
-
-const DAY_MS = 86_400_000;
 
 function refuse(message: string): never {
   throw ApplicationFailure.nonRetryable(message, 'InvalidTransition');
@@ -122,7 +122,7 @@ export async function invoiceWorkflow(input: InvoiceWorkflowInput): Promise<{ st
 
   // Draft: finalized when the grace period ends (at once when it is 0), or earlier on request.
   if (status === 'draft') {
-    const graceEnd = Date.parse(input.createdAt) + input.gracePeriodDays * DAY_MS;
+    const graceEnd = gracePeriodEnd(new Date(input.createdAt), input.gracePeriodDays).getTime();
     const waited = await waitUntil(graceEnd, () => status !== 'draft');
     if (waited === 'elapsed' && status === 'draft') await finalize(new Date(graceEnd).toISOString());
   }

@@ -3,7 +3,6 @@
 // function is idempotent: it can be retried after a crash at any point and leaves the same result.
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type Decimal from 'decimal.js';
-import { DateTime } from 'luxon';
 import type { Db } from '../db';
 import { isDuplicateKeyError } from '../db';
 import type { AppliedCouponDoc } from '../db/models/applied-coupon';
@@ -11,7 +10,7 @@ import type { InvoiceDoc, InvoiceType } from '../db/models/invoice';
 import { applyCoupons, type AppliedCoupon, type CouponApplication } from '../domain/coupons';
 import { assembleInvoice, type AssembledInvoice, type PricedFee } from '../domain/invoice-assembly';
 import { Dec, nonNegative, roundCents } from '../domain/money';
-import { localDate } from '../domain/periods';
+import { invoiceDueDates, overdueAt } from '../domain/invoice-due';
 import { deterministicId } from '../ids';
 import { fromDecimal128, toDecimal128 } from '../db/decimal';
 import type { TemporalClient } from '../temporal/client';
@@ -232,15 +231,14 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
   return invoice;
 }
 
-/** When a finalized invoice becomes overdue if unpaid: the end of its due date in the customer's zone. */
+/** When a finalized invoice becomes overdue if unpaid (src/domain/invoice-due.ts), in the customer's zone. */
 export async function invoiceOverdueAt(db: Db, invoice: Pick<InvoiceDoc, 'payment_due_date' | 'customer_id' | 'organization_id'>): Promise<string | null> {
   if (!invoice.payment_due_date) return null;
   const [customer, organization] = await Promise.all([
     db.models.Customer.findById(invoice.customer_id, { timezone: 1 }).lean(),
     db.models.Organization.findById(invoice.organization_id, { timezone: 1 }).lean(),
   ]);
-  const zone = customer?.timezone ?? organization?.timezone ?? 'UTC';
-  return DateTime.fromISO(invoice.payment_due_date, { zone }).plus({ days: 1 }).toUTC().toISO();
+  return overdueAt(invoice.payment_due_date, customer?.timezone ?? organization?.timezone ?? 'UTC');
 }
 
 /** Starts the invoice's workflow: a running one is kept, one that ended is not started again. */
@@ -309,8 +307,7 @@ export async function finalizeInvoice(db: Db, deps: InvoiceDeps, invoiceId: stri
   const timezone = customer?.timezone ?? organization.timezone;
 
   const sequence = await takeDocumentNumber(db, { organizationId: invoice.organization_id, kind: 'invoice', documentId: invoice._id });
-  const issuingDate = localDate(at, timezone);
-  const dueDate = DateTime.fromISO(issuingDate, { zone: timezone }).plus({ days: invoice.net_payment_term }).toISODate()!;
+  const { issuingDate, paymentDueDate } = invoiceDueDates(at, invoice.net_payment_term, timezone);
 
   // Coupons are used when an invoice is finalized, not when its draft was generated: drafts
   // waiting out a grace period would otherwise each take the same `once` coupon. The draft's
@@ -337,7 +334,7 @@ export async function finalizeInvoice(db: Db, deps: InvoiceDeps, invoiceId: stri
         number: invoiceNumber(organization.document_number_prefix, sequence),
         sequential_id: sequence,
         issuing_date: issuingDate,
-        payment_due_date: dueDate,
+        payment_due_date: paymentDueDate,
         coupons_amount_cents: money(coupons.total),
         applied_coupons: coupons.applications.map((c) => ({
           applied_coupon_id: c.applied_coupon_id,
