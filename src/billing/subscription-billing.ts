@@ -18,9 +18,9 @@ import type { InvoiceDoc } from '../db/models/invoice';
 import { fromDecimal128 } from '../db/decimal';
 import { FULL_PERIOD, type ProrationRatio } from '../domain/charges';
 import type { PricedFee } from '../domain/invoice-assembly';
-import { Dec, ZERO, roundCents, sum } from '../domain/money';
+import { Dec, ZERO, sum } from '../domain/money';
 import { classifyPlanChange } from '../domain/plan-change';
-import { countDays, fullPeriodDays, prorate, startOfLocalDay, startOfNextLocalDay } from '../domain/periods';
+import { planChangeDay, prorateSegment, terminationBilledUntil, unusedCredit, type SegmentProration } from '../domain/proration';
 import { deterministicId } from '../ids';
 import { workflowIds } from '../temporal/workflow-ids';
 import { emitEvent } from '../webhooks/emit-event';
@@ -50,8 +50,6 @@ export interface SubscriptionStepResult {
 
 const BASE_FEE_KEY = 'subscription';
 
-const later = (a: Date, b: Date) => (a.getTime() >= b.getTime() ? a : b);
-const earlier = (a: Date, b: Date) => (a.getTime() <= b.getTime() ? a : b);
 const iso = (d: Date) => d.toISOString();
 
 /** One plan's lines over part of a period, before assembly. */
@@ -229,7 +227,7 @@ export class SubscriptionBilling {
     const period = state.currentPeriod!;
     const segmentFrom = new Date(state.segmentFrom ?? period.from);
     // The change day belongs to the new plan; the old plan's part closes at its midnight.
-    const changeDay = later(startOfLocalDay(at, state.timezone), segmentFrom);
+    const changeDay = planChangeDay(at, segmentFrom, state.timezone);
     const invoiceIds: string[] = [];
     const creditNoteIds: string[] = [];
 
@@ -295,7 +293,7 @@ export class SubscriptionBilling {
     if (state.status === 'active' && state.currentPeriod) {
       const period = state.currentPeriod;
       const segmentFrom = new Date(state.segmentFrom ?? period.from);
-      const billedUntil = earlier(startOfNextLocalDay(at, state.timezone), new Date(period.to));
+      const billedUntil = terminationBilledUntil(at, new Date(period.to), state.timezone);
       // Ended inside its trial: nothing was ever billable, not even the day the trial would have ended.
       const inTrial = state.trialEndsAt !== null && Date.parse(state.trialEndsAt) > at.getTime();
       if (chosen !== 'skip' && !inTrial) {
@@ -383,22 +381,22 @@ export class SubscriptionBilling {
     return plan;
   }
 
-  private periodDays(state: SubscriptionState, plan: PlanSnapshot, period: PeriodState): number {
-    return fullPeriodDays({ ...scheduleOf(state, plan.interval), at: new Date(period.from) });
-  }
-
-  /** Where billing starts inside a range: never before the trial ends. */
-  private billableFrom(state: SubscriptionState, from: Date): Date {
-    return state.trialEndsAt ? later(from, new Date(state.trialEndsAt)) : from;
+  /** `[from, to)` of `period` on `plan`: the days billed (after the trial unless `trial` is false) and its base fee. */
+  private segment(state: SubscriptionState, plan: PlanSnapshot, period: PeriodState, from: Date, to: Date, trial = true): SegmentProration | null {
+    return prorateSegment({
+      schedule: scheduleOf(state, plan.interval),
+      periodFrom: new Date(period.from),
+      from,
+      to,
+      trialEndsAt: trial && state.trialEndsAt ? new Date(state.trialEndsAt) : null,
+      amountCents: plan.amount_cents,
+    });
   }
 
   /** The base fee of `period` from `from` (or the trial end) to its end, as a line. */
   private async baseFeeLine(state: SubscriptionState, period: PeriodState, from: Date): Promise<PricedFee | null> {
-    const start = this.billableFrom(state, from);
-    const days = countDays(start, new Date(period.to), state.timezone);
-    if (days === 0) return null;
-    const amount = prorate(state.plan.amount_cents, days, this.periodDays(state, state.plan, period));
-    return baseFee(amount, days, { from: start, to: new Date(period.to) });
+    const segment = this.segment(state, state.plan, period, from, new Date(period.to));
+    return segment ? baseFee(segment.baseFee, segment.usedDays, { from: segment.from, to: segment.to }) : null;
   }
 
   /** An invoice holding only the base fee of `period` from `from`, billed in advance. */
@@ -423,14 +421,12 @@ export class SubscriptionBilling {
     usageTo: Date,
     options: { baseFee: boolean; commitment?: boolean; now?: Date },
   ): Promise<Lines | null> {
-    const start = this.billableFrom(state, from);
-    if (start.getTime() >= to.getTime()) return null;
-    const usedDays = countDays(start, to, state.timezone);
-    const periodDays = this.periodDays(state, snapshot, period);
-    const proration = usedDays >= periodDays ? undefined : { usedDays, periodDays };
+    const segment = this.segment(state, snapshot, period, from, to);
+    if (!segment) return null;
+    const { from: start, ratio: proration } = segment;
     const fees: PricedFee[] = [];
     const span = { from: start, to };
-    if (options.baseFee) fees.push(baseFee(prorate(snapshot.amount_cents, usedDays, periodDays), usedDays, span));
+    if (options.baseFee) fees.push(baseFee(segment.baseFee, segment.usedDays, span));
 
     const plan = await this.plan(snapshot.id);
     const charges = plan.charges.filter((c) => c.invoiceable !== false);
@@ -506,22 +502,18 @@ export class SubscriptionBilling {
   private async creditUnused(state: SubscriptionState, from: Date, at: Date, reason: 'order_change' | 'order_cancellation', key: string): Promise<string | null> {
     const period = state.currentPeriod!;
     const advance = state.advanceFee!;
-    const days = countDays(from, new Date(period.to), state.timezone);
-    if (days === 0) return null;
+    // The advance fee was billed on the current plan: credits happen before any switch.
+    const unused = this.segment(state, state.plan, period, from, new Date(period.to), false);
+    if (!unused) return null;
     const fee = await this.db.models.Fee.findById(advance.feeId).lean();
     if (!fee) return null;
-    // The advance fee was billed on the current plan: credits happen before any switch. The
-    // customer paid the fee with its taxes, so the unused days give back their share of both. A
-    // credit note is money that can be refunded: whole cents, half up, never more than what is left
-    // of the fee (rounded the same way, as its invoice's total was).
-    const advancePlan = state.plan;
-    const unused = prorate(advancePlan.amount_cents, days, this.periodDays(state, advancePlan, period));
     const feeAmount = fromDecimal128(fee.amount_cents)!;
-    const feeTotal = fromDecimal128(fee.total_amount_cents) ?? feeAmount;
-    const withTaxes = feeAmount.isZero() ? ZERO : unused.times(feeTotal).dividedBy(feeAmount);
-    const room = feeTotal.minus(fromDecimal128(fee.credited_amount_cents) ?? ZERO);
-    const amount = roundCents(Dec.min(withTaxes, room));
-    if (amount.lessThanOrEqualTo(0)) return null;
+    const amount = unusedCredit(unused.baseFee, {
+      amount: feeAmount,
+      total: fromDecimal128(fee.total_amount_cents) ?? feeAmount,
+      credited: fromDecimal128(fee.credited_amount_cents) ?? ZERO,
+    });
+    if (!amount) return null;
     const invoice = await this.db.models.Invoice.findById(advance.invoiceId).lean();
     if (invoice?.status === 'draft') await this.finalizeNow(invoice._id);
     const note = await createCreditNote(this.db, this.deps, {
