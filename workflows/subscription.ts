@@ -29,7 +29,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { SubscriptionStepResult } from '../src/billing/subscription-billing';
+import type { SubscriptionStepResult } from '../src/billing/subscription/shared';
 import type { SubscriptionResource } from '../src/subscriptions/resource';
 import { dueBy, isFinal, nextDue, type DueStep, type SubscriptionState } from '../src/subscriptions/state';
 import { BillingStatus } from '../src/temporal/search-attributes';

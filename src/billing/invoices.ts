@@ -34,7 +34,7 @@ export interface NewInvoice {
   subscriptionId?: string | null;
   invoiceType: InvoiceType;
   currency: string;
-  /** Makes creation idempotent, per organization: a subscription bill's key (src/billing/subscription-billing.ts), or the request's. */
+  /** Makes creation idempotent, per organization: a subscription bill's key (src/billing/subscription/shared.ts), or the request's. */
   idempotencyKey: string;
   fees: PricedFee[];
   /** Taxes: the plan and charges whose levels apply (the customer's and organization's always do). */
