@@ -1,6 +1,11 @@
 import { heartbeat } from '@temporalio/activity';
 import type { Db } from '../src/db';
-import { SubscriptionBilling, type SubscriptionBillingDeps, type SubscriptionStepResult } from '../src/billing/subscription-billing';
+import { activate, announce, endTrial } from '../src/billing/subscription/activation';
+import { closePeriod } from '../src/billing/subscription/boundary';
+import { cancel, terminate } from '../src/billing/subscription/ending';
+import { changePlan } from '../src/billing/subscription/plan-change';
+import { checkThresholds } from '../src/billing/subscription/progressive';
+import { subscriptionBillingContext, type SubscriptionBillingDeps, type SubscriptionStepResult } from '../src/billing/subscription/shared';
 import { toSubscriptionResource, type SubscriptionResource } from '../src/resources/subscription';
 import type { OnTerminationAction, PlanSnapshot, SubscriptionState } from '../src/subscriptions/state';
 
@@ -23,31 +28,31 @@ async function alive<T>(step: () => Promise<T>): Promise<T> {
  * moment a command arrived), never the clock, so a retry computes the same amounts.
  */
 export function createSubscriptionActivities(db: Db, deps: SubscriptionBillingDeps) {
-  const billing = new SubscriptionBilling(db, deps);
+  const billing = subscriptionBillingContext(db, deps);
   return {
     async announceSubscription(state: SubscriptionState, at: string): Promise<SubscriptionStepResult> {
-      return alive(() => billing.announce(state, new Date(at)));
+      return alive(() => announce(billing, state, new Date(at)));
     },
     async activateSubscription(state: SubscriptionState, at: string): Promise<SubscriptionStepResult> {
-      return alive(() => billing.activate(state, new Date(at)));
+      return alive(() => activate(billing, state, new Date(at)));
     },
     async endSubscriptionTrial(state: SubscriptionState, at: string): Promise<SubscriptionStepResult> {
-      return alive(() => billing.endTrial(state, new Date(at)));
+      return alive(() => endTrial(billing, state, new Date(at)));
     },
     async billSubscriptionPeriod(state: SubscriptionState, boundary: string): Promise<SubscriptionStepResult> {
-      return alive(() => billing.closePeriod(state, new Date(boundary)));
+      return alive(() => closePeriod(billing, state, new Date(boundary)));
     },
     async checkUsageThresholds(state: SubscriptionState, at: string): Promise<SubscriptionStepResult> {
-      return alive(() => billing.checkThresholds(state, new Date(at)));
+      return alive(() => checkThresholds(billing, state, new Date(at)));
     },
     async changeSubscriptionPlan(state: SubscriptionState, plan: PlanSnapshot, at: string): Promise<SubscriptionStepResult> {
-      return alive(() => billing.changePlan(state, plan, new Date(at)));
+      return alive(() => changePlan(billing, state, plan, new Date(at)));
     },
     async cancelSubscription(state: SubscriptionState, at: string, action?: OnTerminationAction): Promise<SubscriptionStepResult> {
-      return alive(() => billing.cancel(state, new Date(at), action));
+      return alive(() => cancel(billing, state, new Date(at), action));
     },
     async terminateSubscription(state: SubscriptionState, at: string, action?: OnTerminationAction): Promise<SubscriptionStepResult> {
-      return alive(() => billing.terminate(state, new Date(at), action));
+      return alive(() => terminate(billing, state, new Date(at), action));
     },
     async readSubscription(subscriptionId: string): Promise<SubscriptionResource> {
       const doc = await db.models.Subscription.findById(subscriptionId).lean();

@@ -92,7 +92,7 @@ const dist = (path) => {
   if (!existsSync(file)) throw new Error(`${file} is missing: build first (npm run build; npm start does it)`);
   return import(pathToFileURL(file).href);
 };
-const [{ initialState, planSnapshot }, { periodFrom, nextDue, isFinal, jitterFor }, { projectionOf }, { connectDb }, { entitySearchAttributes }, { workflowIds }] =
+const [{ initialState, planSnapshot }, { periodFrom, nextDue, isFinal, jitterFor }, { projectionOf }, { connectDb }, { entitySearchAttributes }, { workflowIds }, { subscriptionWorkflowType }] =
   await Promise.all([
     dist('src/subscriptions/start.js'),
     dist('src/subscriptions/state.js'),
@@ -100,6 +100,7 @@ const [{ initialState, planSnapshot }, { periodFrom, nextDue, isFinal, jitterFor
     dist('src/db/index.js'),
     dist('src/temporal/search-attributes.js'),
     dist('src/temporal/workflow-ids.js'),
+    dist('workflows/subscription.messages.js'),
   ]);
 const { Runtime, DefaultLogger } = await import('@temporalio/worker');
 // Temporal's own logs (the worker's, core's) go to stderr: stdout carries the report only.
@@ -260,7 +261,7 @@ async function billingDay() {
       // workflow (it would start it at once), and no workflow runs before T0.
       await pool(docs, 32, (doc) => {
         const delay = delayFor(doc._id);
-        return client.workflow.start('subscriptionWorkflow', {
+        return client.workflow.start(subscriptionWorkflowType, {
           workflowId: workflowIds.subscription(doc._id),
           taskQueue,
           args: [{ state: doc.workflow_state, resumed: true }],

@@ -1,6 +1,7 @@
 /**
  * pingWorkflow: a diagnostic that proves the whole path works (client -> Temporal -> worker ->
- * activity -> MongoDB). Timers: none. Signals/updates: none. Ends after one activity.
+ * activity -> MongoDB). Timers: none. Signals/updates: none. Ends after one activity. Its start
+ * options are in diagnostics.messages.ts.
  */
 import { proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';

@@ -1,9 +1,16 @@
-// Every workflow the worker runs. Deterministic code only: @temporalio/workflow, src/domain and
-// type-only imports (eslint enforces it).
+// Every workflow the worker runs (the exported names are the workflow types). Deterministic code
+// only: @temporalio/workflow, src/domain and type-only imports (eslint enforces it). Each workflow's
+// start options and messages are in <workflow>.messages.ts next to it.
 export { pingWorkflow, type PingResult } from './diagnostics';
-export { webhookDeliveryWorkflow, type WebhookDeliveryInput, type WebhookDeliveryResult } from './webhook-delivery';
-export { invoiceWorkflow, type InvoiceWorkflowInput } from './invoice';
-export { walletWorkflow, type WalletWorkflowInput, type WalletWorkflowResult } from './wallet';
-export { subscriptionWorkflow, type SubscriptionWorkflowInput } from './subscription';
-export { reconcileSubscriptionsWorkflow, type ReconcileTotals, type ReconcileWorkflowInput } from './reconciler';
-export { testClockAdvanceWorkflow, type TestClockAdvanceInput } from './test-clock';
+export { webhookDeliveryWorkflow, type WebhookDeliveryResult } from './webhook-delivery';
+export type { WebhookDeliveryInput } from './webhook-delivery.messages';
+export { invoiceWorkflow } from './invoice';
+export type { InvoiceWorkflowInput } from './invoice.messages';
+export { walletWorkflow, type WalletWorkflowResult } from './wallet';
+export type { WalletWorkflowInput } from './wallet.messages';
+export { subscriptionWorkflow } from './subscription';
+export type { SubscriptionWorkflowInput } from './subscription.messages';
+export { reconcileSubscriptionsWorkflow } from './reconciler';
+export type { ReconcileTotals, ReconcileWorkflowInput } from './reconciler.messages';
+export { testClockAdvanceWorkflow } from './test-clock';
+export type { TestClockAdvanceInput } from './test-clock.messages';

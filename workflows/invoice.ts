@@ -3,18 +3,31 @@
  * state table and billing-rules.md (Invoice life).
  *
  * Timers: the grace period (a draft is finalized `invoice_grace_period` days after creation, at
- *   once when it is 0); the payment due date (unpaid at the end of the due date: overdue).
+ *   once when it is 0); the payment due date (unpaid at the end of the due date: overdue). Both
+ *   instants are src/domain/invoice-due.ts's.
  * Updates (answer the API synchronously; the validators refuse a wrong state before anything is
  *   written): finalize, pay, void, delete (drafts), refresh (drafts).
  * Signals: settlementRecorded (a payment or credit landed: paid once settlements cover the total).
- * Query: state.
+ * Query: state. (All defined in invoice.messages.ts, with the start options.)
  * Ends when the invoice is paid, voided or deleted.
  */
-import { ApplicationFailure, condition, defineQuery, defineSignal, defineUpdate, proxyActivities, setHandler, allHandlersFinished, upsertSearchAttributes } from '@temporalio/workflow';
+import { ApplicationFailure, condition, proxyActivities, setHandler, allHandlersFinished, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import { gracePeriodEnd } from '../src/domain/invoice-due';
 import { type InvoiceResource } from '../src/resources/invoice';
 import { BillingStatus } from '../src/temporal/search-attributes';
-import type { ClockRef } from '../src/test-clocks/time';
+import {
+  deleteInvoiceUpdate,
+  finalizeInvoiceAtUpdate,
+  finalizeInvoiceUpdate,
+  invoiceStateQuery,
+  payInvoiceUpdate,
+  refreshInvoiceUpdate,
+  settlementRecordedSignal,
+  voidInvoiceUpdate,
+  type InvoiceWorkflowInput,
+  type InvoiceWorkflowStatus as Status,
+} from './invoice.messages';
 import { markFinished, nowIso, useClock, waitFor, waitUntil } from './wait';
 import { stepLock } from './exclusive';
 
@@ -22,34 +35,6 @@ const acts = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
-
-export interface InvoiceWorkflowInput {
-  invoiceId: string;
-  /** When the draft was created (workflow or test-clock time), ISO. */
-  createdAt: string;
-  gracePeriodDays: number;
-  /** The invoice's status when the workflow starts (a restarted workflow may find it finalized). */
-  status?: 'draft' | 'finalized' | 'paid' | 'voided' | 'deleted';
-  paymentOverdue?: boolean;
-  /** ISO instant the invoice becomes overdue (finalized invoices). */
-  overdueAt?: string | null;
-  /** The customer's test clock, if it is on one. */
-  clock?: ClockRef | null;
-}
-
-type Status = 'draft' | 'finalized' | 'paid' | 'voided' | 'deleted';
-
-export const finalizeInvoiceUpdate = defineUpdate<InvoiceResource>('finalize');
-/** Finalization acting for a given instant (a subscription step's, so its issuing date is that step's). */
-export const finalizeInvoiceAtUpdate = defineUpdate<InvoiceResource, [at: string]>('finalizeAt');
-export const payInvoiceUpdate = defineUpdate<InvoiceResource>('pay');
-export const voidInvoiceUpdate = defineUpdate<InvoiceResource>('void');
-export const deleteInvoiceUpdate = defineUpdate<InvoiceResource>('delete');
-export const refreshInvoiceUpdate = defineUpdate<InvoiceResource>('refresh');
-export const settlementRecordedSignal = defineSignal('settlementRecorded');
-export const invoiceStateQuery = defineQuery<{ status: Status; paymentOverdue: boolean; overdueAt: string | null }>('state');
-
-const DAY_MS = 86_400_000;
 
 function refuse(message: string): never {
   throw ApplicationFailure.nonRetryable(message, 'InvalidTransition');
@@ -137,7 +122,7 @@ export async function invoiceWorkflow(input: InvoiceWorkflowInput): Promise<{ st
 
   // Draft: finalized when the grace period ends (at once when it is 0), or earlier on request.
   if (status === 'draft') {
-    const graceEnd = Date.parse(input.createdAt) + input.gracePeriodDays * DAY_MS;
+    const graceEnd = gracePeriodEnd(new Date(input.createdAt), input.gracePeriodDays).getTime();
     const waited = await waitUntil(graceEnd, () => status !== 'draft');
     if (waited === 'elapsed' && status === 'draft') await finalize(new Date(graceEnd).toISOString());
   }

@@ -3,10 +3,12 @@
  * `reconcile-subscriptions` (src/temporal/schedules.ts). It pages through every pending or active
  * subscription (by id) with the reconcileSubscriptions activity, which restarts the workflow of
  * any subscription whose `subscription/<id>` workflow is missing or closed. Owns nothing; each run
- * ends after the last page. No timers: it only runs activities.
+ * ends after the last page. No timers: it only runs activities. Its start (the schedule's action)
+ * is in reconciler.messages.ts.
  */
 import { continueAsNew, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import type { ReconcileTotals, ReconcileWorkflowInput } from './reconciler.messages';
 
 const { reconcileSubscriptions } = proxyActivities<Activities>({
   startToCloseTimeout: '5 minutes',
@@ -14,22 +16,6 @@ const { reconcileSubscriptions } = proxyActivities<Activities>({
   // while one is still going (overlap SKIP), and its next run starts over.
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5 },
 });
-
-export interface ReconcileWorkflowInput {
-  pageSize?: number;
-  /** See ReconcileInput.minAgeMs. */
-  minAgeMs?: number;
-  /** Carried through continue-as-new: where the pass resumes, and its totals so far. */
-  afterId?: string;
-  totals?: ReconcileTotals;
-}
-
-export interface ReconcileTotals {
-  pages: number;
-  checked: number;
-  restarted: number;
-  skipped: number;
-}
 
 export async function reconcileSubscriptionsWorkflow(input: ReconcileWorkflowInput = {}): Promise<ReconcileTotals> {
   const totals: ReconcileTotals = input.totals ? { ...input.totals } : { pages: 0, checked: 0, restarted: 0, skipped: 0 };

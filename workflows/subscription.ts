@@ -12,7 +12,7 @@
  *   threshold check     every progressiveCheckMs while the plan has usage thresholds
  * Updates (validators refuse before anything is written; the API answers 4xx from them):
  *   changePlan, cancel, terminate; ready (answers once the first step ran).
- * Query: state.
+ * Query: state. (All defined in subscription.messages.ts, with the start options.)
  * Ends when terminated, or canceled after its last invoice.
  *
  * Each step is one activity that receives the state and the instant it acts for and returns the
@@ -23,19 +23,17 @@ import {
   ApplicationFailure,
   condition,
   continueAsNew,
-  defineQuery,
-  defineUpdate,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { SubscriptionStepResult } from '../src/billing/subscription-billing';
+import type { SubscriptionStepResult } from '../src/billing/subscription/shared';
 import type { SubscriptionResource } from '../src/resources/subscription';
-import { dueBy, isFinal, nextDue, type DueStep, type OnTerminationAction, type PlanSnapshot, type SubscriptionState } from '../src/subscriptions/state';
+import { dueBy, isFinal, nextDue, type DueStep, type SubscriptionState } from '../src/subscriptions/state';
 import { BillingStatus } from '../src/temporal/search-attributes';
-import type { ClockRef } from '../src/test-clocks/time';
+import { cancelUpdate, changePlanUpdate, readyUpdate, subscriptionStateQuery, terminateUpdate, type SubscriptionWorkflowInput } from './subscription.messages';
 import { currentClock, markFinished, now, nowIso, useClock, waitFor, waitUntil } from './wait';
 import { stepLock } from './exclusive';
 
@@ -45,30 +43,6 @@ const acts = proxyActivities<Activities>({
   heartbeatTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
-
-export interface SubscriptionWorkflowInput {
-  state: SubscriptionState;
-  /** Set by continue-as-new: the first step already ran in an earlier run. */
-  resumed?: boolean;
-  /** Continue as new after this many steps even if the server does not suggest it (tests). */
-  maxStepsPerRun?: number;
-  /** The customer's test clock, if it is on one (carried through continue-as-new at its current time). */
-  clock?: ClockRef | null;
-}
-
-export interface PlanChangeRequest {
-  plan: PlanSnapshot;
-}
-
-export interface EndRequest {
-  onTerminationAction?: OnTerminationAction;
-}
-
-export const changePlanUpdate = defineUpdate<SubscriptionResource, [PlanChangeRequest]>('changePlan');
-export const cancelUpdate = defineUpdate<SubscriptionResource, [EndRequest]>('cancel');
-export const terminateUpdate = defineUpdate<SubscriptionResource, [EndRequest]>('terminate');
-export const readyUpdate = defineUpdate<SubscriptionResource>('ready');
-export const subscriptionStateQuery = defineQuery<SubscriptionState>('state');
 
 function refuse(message: string, type: 'InvalidTransition' | 'Validation' = 'InvalidTransition'): never {
   throw ApplicationFailure.nonRetryable(message, type);

@@ -8,23 +8,18 @@
  * nothing due and exactly the workflows the previous one did (a step may start new workflows, or
  * signal others), so everything that falls due at an instant is done before the next one: two
  * invoices whose grace periods end in one advance are finalized in the order of their instants.
- * Then the clock is ready. No timers, no signals; it ends when the clock is ready.
+ * Then the clock is ready. No timers, no signals; it ends when the clock is ready. Its start
+ * options and the advanceTestClock update are in test-clock.messages.ts.
  */
 import { patched, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import type { TestClockAdvanceInput } from './test-clock.messages';
 
 const acts = proxyActivities<Activities>({
   startToCloseTimeout: '30 minutes',
   heartbeatTimeout: '1 minute',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 });
-
-export interface TestClockAdvanceInput {
-  clockId: string;
-  target: string;
-  /** The clock's time before the advance (where its workflows stand). */
-  from?: string;
-}
 
 export async function testClockAdvanceWorkflow(input: TestClockAdvanceInput): Promise<{ rounds: number; workflows: number; instants?: number }> {
   if (!patched('test-clock-instants-in-order')) return deliverTargetAtOnce(input);

@@ -1,5 +1,6 @@
-import { condition, defineUpdate, setHandler, sleep } from '@temporalio/workflow';
+import { condition, setHandler, sleep } from '@temporalio/workflow';
 import type { ClockRef } from '../src/test-clocks/time';
+import { advanceTestClockUpdate } from './test-clock.messages';
 
 /**
  * Every wait and every "now" of every workflow goes through here (workflows.md), so that a
@@ -21,20 +22,6 @@ let clock: Clock | null = null;
 /** Where the workflow sits: in a wait until `until` (null: for a command only). Null while working. */
 let parked: { until: number | null } | null = null;
 let finished = false;
-
-/**
- * The answer to a delivered time: `due` when something of this workflow fell due (it worked, so it
- * may have started or signalled other workflows); `nextWakeAt`, the instant it waits for next (null:
- * a command only, or finished), so that a clock's advance can deliver the instants in order.
- */
-export interface ClockCaughtUp {
-  clockId: string;
-  caughtUpAt: string;
-  due?: boolean;
-  nextWakeAt?: string | null;
-}
-
-export const advanceTestClockUpdate = defineUpdate<ClockCaughtUp, [frozenTime: string]>('advanceTestClock');
 
 function caughtUp(): boolean {
   if (finished) return true;

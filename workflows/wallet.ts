@@ -7,7 +7,7 @@
  * Updates: terminate (DELETE /v1/wallets/{id}) answers the terminated wallet; its validator
  *   refuses a wallet that is terminated or being terminated, before anything is written.
  * Signals: expirationChanged(expirationAt | null) re-arms the timer (PUT /v1/wallets/{id}).
- * Query: state.
+ * Query: state. (All defined in wallet.messages.ts, with the start options.)
  * Ends when the wallet is terminated.
  */
 import {
@@ -15,9 +15,6 @@ import {
   ApplicationFailure,
   condition,
   continueAsNew,
-  defineQuery,
-  defineSignal,
-  defineUpdate,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
@@ -25,29 +22,14 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { WalletTermination } from '../activities/wallets';
-import type { WalletResource } from '../src/resources/wallet';
 import { BillingStatus } from '../src/temporal/search-attributes';
-import type { ClockRef } from '../src/test-clocks/time';
+import { expirationChangedSignal, terminateWalletUpdate, WALLET_TERMINATED, walletStateQuery, type WalletWorkflowInput } from './wallet.messages';
 import { currentClock, markFinished, now, useClock, waitFor, waitUntil } from './wait';
 
 const { terminateWalletActivity } = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
-
-export interface WalletWorkflowInput {
-  walletId: string;
-  /** ISO instant, or null: no expiry. */
-  expirationAt: string | null;
-  /** The customer's test clock, if it is on one. */
-  clock?: ClockRef | null;
-}
-
-export interface WalletWorkflowState {
-  status: 'active' | 'terminating' | 'terminated';
-  expirationAt: string | null;
-  terminatedAt: string | null;
-}
 
 export interface WalletWorkflowResult {
   status: 'terminated';
@@ -56,13 +38,6 @@ export interface WalletWorkflowResult {
   /** Workflow time when the termination was decided (the timer fired or the update arrived). */
   decidedAt: string;
 }
-
-export const terminateWalletUpdate = defineUpdate<WalletResource>('terminate');
-export const expirationChangedSignal = defineSignal<[expirationAt: string | null]>('expirationChanged');
-export const walletStateQuery = defineQuery<WalletWorkflowState>('state');
-
-/** The failure type the API maps to 400 wallet_terminated. */
-export const WALLET_TERMINATED = 'WalletTerminated';
 
 export async function walletWorkflow(input: WalletWorkflowInput): Promise<WalletWorkflowResult> {
   useClock(input.clock);

@@ -3,11 +3,12 @@
  * Timers: the retry backoff between failed attempts (30 s, doubling, at most 1 h; 10 attempts).
  * Signals/updates: none. Ends succeeded, failed after the last attempt, or abandoned when the
  * endpoint is deleted or deactivated. POST /v1/webhooks/{id}/retry starts a new run, which
- * continues the attempt count.
+ * continues the attempt count. Its start options are in webhook-delivery.messages.ts.
  */
 import { proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { webhookRetryDelayMs } from '../src/domain/webhook-schedule';
+import type { WebhookDeliveryInput } from './webhook-delivery.messages';
 import { waitUntil } from './wait';
 
 const { attemptWebhookDelivery, webhookDeliveryStart } = proxyActivities<Activities>({
@@ -16,10 +17,6 @@ const { attemptWebhookDelivery, webhookDeliveryStart } = proxyActivities<Activit
   // Only infrastructure failures (database) reach Temporal's retry; HTTP failures are outcomes.
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
-
-export interface WebhookDeliveryInput {
-  deliveryId: string;
-}
 
 export type WebhookDeliveryResult = { status: 'succeeded' | 'failed' | 'abandoned'; attempts: number };
 

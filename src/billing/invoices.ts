@@ -3,7 +3,6 @@
 // function is idempotent: it can be retried after a crash at any point and leaves the same result.
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type Decimal from 'decimal.js';
-import { DateTime } from 'luxon';
 import type { Db } from '../db';
 import { isDuplicateKeyError } from '../db';
 import type { AppliedCouponDoc } from '../db/models/applied-coupon';
@@ -11,12 +10,10 @@ import type { InvoiceDoc, InvoiceType } from '../db/models/invoice';
 import { applyCoupons, type AppliedCoupon, type CouponApplication } from '../domain/coupons';
 import { assembleInvoice, type AssembledInvoice, type PricedFee } from '../domain/invoice-assembly';
 import { Dec, nonNegative, roundCents } from '../domain/money';
-import { localDate } from '../domain/periods';
+import { invoiceDueDates, overdueAt } from '../domain/invoice-due';
 import { deterministicId } from '../ids';
 import { fromDecimal128, toDecimal128 } from '../db/decimal';
 import type { TemporalClient } from '../temporal/client';
-import { entitySearchAttributes } from '../temporal/search-attributes';
-import { workflowIds } from '../temporal/workflow-ids';
 import { emitEvent, type EmitDeps } from '../webhooks/emit-event';
 import { applyCreditNotesToInvoice } from './credit-notes';
 import { draftInvoiceNumber, invoiceNumber, takeDocumentNumber } from './document-numbers';
@@ -25,6 +22,7 @@ import { consumeWalletsForInvoice } from './wallets';
 import { loadTaxSets } from '../usage/tax-sets';
 import { toInvoiceResource } from '../resources/invoice';
 import { clockOfCustomer, clockOfCustomerId, type ClockRef } from '../test-clocks/time';
+import { startInvoiceWorkflow } from '../../workflows/invoice.messages';
 
 export interface InvoiceDeps extends EmitDeps {
   temporal: TemporalClient;
@@ -36,7 +34,7 @@ export interface NewInvoice {
   subscriptionId?: string | null;
   invoiceType: InvoiceType;
   currency: string;
-  /** Makes creation idempotent, per organization: a subscription bill's key (src/billing/subscription-billing.ts), or the request's. */
+  /** Makes creation idempotent, per organization: a subscription bill's key (src/billing/subscription/shared.ts), or the request's. */
   idempotencyKey: string;
   fees: PricedFee[];
   /** Taxes: the plan and charges whose levels apply (the customer's and organization's always do). */
@@ -114,7 +112,7 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
   const existing = await Invoice.findOne(byKey).lean();
   if (existing) {
     const current = input.finalizeAtCreation && existing.status === 'draft' && existing.grace_period_days === 0 ? await finalizeInvoice(db, deps, existing._id, input.at) : existing;
-    await startInvoiceWorkflow(deps.temporal, current, await clockOfCustomerId(db, current.customer_id), await invoiceOverdueAt(db, current));
+    await ensureInvoiceWorkflow(deps.temporal, current, await clockOfCustomerId(db, current.customer_id), await invoiceOverdueAt(db, current));
     return current;
   }
   const [organization, customer] = await Promise.all([
@@ -229,50 +227,40 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
   if (input.finalizeAtCreation && invoice.status === 'draft' && invoice.grace_period_days === 0) {
     invoice = await finalizeInvoice(db, deps, invoice._id, input.at);
   }
-  await startInvoiceWorkflow(deps.temporal, invoice, await clockOfCustomer(db, customer), await invoiceOverdueAt(db, invoice));
+  await ensureInvoiceWorkflow(deps.temporal, invoice, await clockOfCustomer(db, customer), await invoiceOverdueAt(db, invoice));
   return invoice;
 }
 
-/** When a finalized invoice becomes overdue if unpaid: the end of its due date in the customer's zone. */
+/** When a finalized invoice becomes overdue if unpaid (src/domain/invoice-due.ts), in the customer's zone. */
 export async function invoiceOverdueAt(db: Db, invoice: Pick<InvoiceDoc, 'payment_due_date' | 'customer_id' | 'organization_id'>): Promise<string | null> {
   if (!invoice.payment_due_date) return null;
   const [customer, organization] = await Promise.all([
     db.models.Customer.findById(invoice.customer_id, { timezone: 1 }).lean(),
     db.models.Organization.findById(invoice.organization_id, { timezone: 1 }).lean(),
   ]);
-  const zone = customer?.timezone ?? organization?.timezone ?? 'UTC';
-  return DateTime.fromISO(invoice.payment_due_date, { zone }).plus({ days: 1 }).toUTC().toISO();
+  return overdueAt(invoice.payment_due_date, customer?.timezone ?? organization?.timezone ?? 'UTC');
 }
 
-export async function startInvoiceWorkflow(
+/** Starts the invoice's workflow: a running one is kept, one that ended is not started again. */
+async function ensureInvoiceWorkflow(
   temporal: TemporalClient,
   invoice: Pick<InvoiceDoc, '_id' | 'organization_id' | 'customer_id' | 'status' | 'created_at' | 'grace_period_days'> & { payment_overdue?: boolean },
   clock: ClockRef | null = null,
   overdueAt: string | null = null,
 ): Promise<void> {
   try {
-    await temporal.client.workflow.start('invoiceWorkflow', {
-      workflowId: workflowIds.invoice(invoice._id),
-      taskQueue: temporal.taskQueue,
-      args: [
-        {
-          invoiceId: invoice._id,
-          createdAt: invoice.created_at.toISOString(),
-          gracePeriodDays: invoice.grace_period_days,
-          status: invoice.status,
-          clock,
-          ...(invoice.status === 'finalized' ? { overdueAt, paymentOverdue: invoice.payment_overdue ?? false } : {}),
-        },
-      ],
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      typedSearchAttributes: entitySearchAttributes({
-        organizationId: invoice.organization_id,
-        customerId: invoice.customer_id,
-        entityType: 'invoice',
+    await startInvoiceWorkflow(
+      temporal,
+      {
+        invoiceId: invoice._id,
+        createdAt: invoice.created_at.toISOString(),
+        gracePeriodDays: invoice.grace_period_days,
         status: invoice.status,
-      }),
-    });
+        clock,
+        ...(invoice.status === 'finalized' ? { overdueAt, paymentOverdue: invoice.payment_overdue ?? false } : {}),
+      },
+      { organizationId: invoice.organization_id, customerId: invoice.customer_id },
+    );
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
   }
@@ -319,8 +307,7 @@ export async function finalizeInvoice(db: Db, deps: InvoiceDeps, invoiceId: stri
   const timezone = customer?.timezone ?? organization.timezone;
 
   const sequence = await takeDocumentNumber(db, { organizationId: invoice.organization_id, kind: 'invoice', documentId: invoice._id });
-  const issuingDate = localDate(at, timezone);
-  const dueDate = DateTime.fromISO(issuingDate, { zone: timezone }).plus({ days: invoice.net_payment_term }).toISODate()!;
+  const { issuingDate, paymentDueDate } = invoiceDueDates(at, invoice.net_payment_term, timezone);
 
   // Coupons are used when an invoice is finalized, not when its draft was generated: drafts
   // waiting out a grace period would otherwise each take the same `once` coupon. The draft's
@@ -347,7 +334,7 @@ export async function finalizeInvoice(db: Db, deps: InvoiceDeps, invoiceId: stri
         number: invoiceNumber(organization.document_number_prefix, sequence),
         sequential_id: sequence,
         issuing_date: issuingDate,
-        payment_due_date: dueDate,
+        payment_due_date: paymentDueDate,
         coupons_amount_cents: money(coupons.total),
         applied_coupons: coupons.applications.map((c) => ({
           applied_coupon_id: c.applied_coupon_id,

@@ -4,18 +4,18 @@ import {
   fullPeriodDays,
   periodContaining,
   prorate,
-  startOfLocalDay,
-  startOfNextLocalDay,
   type BillingInterval,
   type BillingTime,
   type Period,
 } from './periods';
+import { billableFrom, planChangeDay, terminationBilledUntil } from './proration';
 
 /**
  * Base-fee amounts when a subscription changes plan or ends (billing-rules.md, "Subscription
- * lifecycle"). Day attribution: the day of a plan change belongs to the new plan; the day of a
- * termination and the day a trial ends are billed days. No zero-day line is ever produced, and a
- * credit note amount is `null` rather than zero, because a zero credit note is never created.
+ * lifecycle"). Day attribution is src/domain/proration.ts's: the day of a plan change belongs to
+ * the new plan; the day of a termination and the day a trial ends are billed days. No zero-day
+ * line is ever produced, and a credit note amount is `null` rather than zero, because a zero
+ * credit note is never created.
  */
 
 export interface PlanPrice {
@@ -92,18 +92,9 @@ export interface SubscriptionTiming {
   invoicedBaseFee?: DecimalInput | null;
 }
 
-function laterOf(a: Date, b: Date): Date {
-  return a.getTime() >= b.getTime() ? a : b;
-}
-
-function earlierOf(a: Date, b: Date): Date {
-  return a.getTime() <= b.getTime() ? a : b;
-}
-
 /** Days of `[from, toExclusive)` that are billable, i.e. on or after the trial end date. */
 function billableDays(from: Date, toExclusive: Date, timing: SubscriptionTiming): number {
-  const start = timing.trialEndsAt ? laterOf(from, timing.trialEndsAt) : from;
-  return countDays(start, toExclusive, timing.timezone);
+  return countDays(billableFrom(from, timing.trialEndsAt ?? null), toExclusive, timing.timezone);
 }
 
 /** In-advance base fees are only invoiced once the trial is over, so before that nothing is refundable. */
@@ -172,7 +163,7 @@ export function computeUpgradeAmounts(input: UpgradeInput): UpgradeAmounts {
   const periodDays = fullPeriodDays(schedule);
   // The change day belongs to the new plan; on the first (possibly partial) day of a period the
   // old plan gets nothing.
-  const changeDay = laterOf(startOfLocalDay(input.changedAt, input.timezone), period.from);
+  const changeDay = planChangeDay(input.changedAt, period.from, input.timezone);
   const oldPlanPeriod = { from: period.from, to: changeDay };
   const newPlanPeriod = { from: changeDay, to: period.to };
   const oldPlanDays = billableDays(period.from, changeDay, input);
@@ -250,7 +241,7 @@ export function computeTerminationAmounts(input: TerminationInput): TerminationA
     period = periodContaining({ ...schedule, at: new Date(at.getTime() - 1) });
     billedUntil = period.to;
   } else {
-    billedUntil = earlierOf(startOfNextLocalDay(at, input.timezone), period.to);
+    billedUntil = terminationBilledUntil(at, period.to, input.timezone);
   }
   const periodDays = fullPeriodDays({ ...schedule, at: period.from });
   const usedDays = billableDays(period.from, billedUntil, input);

@@ -4,9 +4,8 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { SubscriptionDoc } from '../db/models/subscription';
 import type { TemporalClient } from '../temporal/client';
 import type { ClockRef } from '../test-clocks/time';
-import { entitySearchAttributes } from '../temporal/search-attributes';
-import { workflowIds } from '../temporal/workflow-ids';
 import { jitterFor, trialEndFor, type PlanSnapshot, type SubscriptionState } from './state';
+import { startSubscriptionWorkflow } from '../../workflows/subscription.messages';
 
 export interface BillingTiming {
   /** Boundary steps run up to this long after the boundary (deterministic per subscription). */
@@ -53,21 +52,9 @@ export function initialState(doc: SubscriptionDoc, plan: PlanSnapshot, timezone:
 
 /** Starts the subscription's workflow; a running one is kept (idempotent). Returns whether it started one. */
 /** `clock`: the customer's test clock, when it is on one (its workflows then follow that clock). */
-export async function startSubscriptionWorkflow(temporal: TemporalClient, state: SubscriptionState, clock: ClockRef | null = null): Promise<boolean> {
+export async function ensureSubscriptionWorkflow(temporal: TemporalClient, state: SubscriptionState, clock: ClockRef | null = null): Promise<boolean> {
   try {
-    await temporal.client.workflow.start('subscriptionWorkflow', {
-      workflowId: workflowIds.subscription(state.subscriptionId),
-      taskQueue: temporal.taskQueue,
-      args: [{ state, resumed: state.announced && state.status !== 'pending', clock }],
-      // FAIL, caught below: a running workflow is kept, and the answer says whether one started.
-      workflowIdConflictPolicy: 'FAIL',
-      typedSearchAttributes: entitySearchAttributes({
-        organizationId: state.organizationId,
-        customerId: state.customerId,
-        entityType: 'subscription',
-        status: state.status,
-      }),
-    });
+    await startSubscriptionWorkflow(temporal, { state, resumed: state.announced && state.status !== 'pending', clock });
     return true;
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) return false;

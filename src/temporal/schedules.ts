@@ -1,6 +1,7 @@
 // Temporal Schedules of the service (workflows.md): global sweeps that are not one entity's timer.
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
 import type { Duration } from '@temporalio/common';
+import { reconcileSubscriptionsScheduleAction } from '../../workflows/reconciler.messages';
 
 export const RECONCILER_SCHEDULE_ID = 'reconcile-subscriptions';
 
@@ -15,13 +16,7 @@ export async function ensureReconcilerSchedule(client: Client, taskQueue: string
     await client.schedule.create({
       scheduleId: RECONCILER_SCHEDULE_ID,
       spec: { intervals: [{ every }] },
-      action: {
-        type: 'startWorkflow',
-        workflowType: 'reconcileSubscriptionsWorkflow',
-        workflowId: RECONCILER_SCHEDULE_ID,
-        args: [{}],
-        taskQueue,
-      },
+      action: reconcileSubscriptionsScheduleAction(RECONCILER_SCHEDULE_ID, taskQueue),
       policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 minute' },
     });
     return true;

@@ -8,9 +8,8 @@ import type { Db } from '../db';
 import type { TestClockDoc } from '../db/models/test-clock';
 import { InvalidTransition, Validation } from '../errors';
 import type { TemporalClient } from '../temporal/client';
-import { entitySearchAttributes } from '../temporal/search-attributes';
 import { workflowIds } from '../temporal/workflow-ids';
-import { advanceTestClockUpdate } from '../../workflows/wait';
+import { advanceTestClockUpdate, startTestClockAdvanceWorkflow } from '../../workflows/test-clock.messages';
 
 export interface TestClockDeps {
   db: Db;
@@ -31,13 +30,7 @@ export async function startClockAdvance(deps: TestClockDeps, clock: TestClockDoc
     throw Validation.field('frozen_time', `must be after the clock's frozen_time (${(current ?? clock).frozen_time.toISOString()})`);
   }
   try {
-    await deps.temporal.client.workflow.start('testClockAdvanceWorkflow', {
-      workflowId: workflowIds.testClockAdvance(clock._id, target.toISOString()),
-      taskQueue: deps.temporal.taskQueue,
-      args: [{ clockId: clock._id, target: target.toISOString(), from: clock.frozen_time.toISOString() }],
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      typedSearchAttributes: entitySearchAttributes({ organizationId: clock.organization_id, entityType: 'test_clock', status: 'advancing' }),
-    });
+    await startTestClockAdvanceWorkflow(deps.temporal, { clockId: clock._id, target: target.toISOString(), from: clock.frozen_time.toISOString() }, clock.organization_id);
   } catch (err) {
     // Nothing will drive the clock: give it back (its workflows already follow the new time only once told).
     await TestClock.updateOne({ _id: clock._id, status: 'advancing' }, { $set: { status: 'ready', frozen_time: clock.frozen_time, workflows_time: null, advance_started_at: null } });

@@ -6,8 +6,7 @@ import type { WebhookEventType } from '../domain/webhook-schedule';
 import { deterministicId } from '../ids';
 import { toLifecycleEventPayload, type LifecycleEventPayload } from '../resources/lifecycle-event';
 import type { TemporalClient } from '../temporal/client';
-import { entitySearchAttributes } from '../temporal/search-attributes';
-import { workflowIds } from '../temporal/workflow-ids';
+import { startWebhookDeliveryWorkflow } from '../../workflows/webhook-delivery.messages';
 
 export interface EmitDeps {
   models: Models;
@@ -104,9 +103,8 @@ export async function emitEvent(deps: EmitDeps, input: EmitEventInput): Promise<
 }
 
 /**
- * Starts a delivery workflow. `first`: a delivery that ran already (even to completion) is not
- * run again, so a retried emission never re-sends. `again`: POST /v1/webhooks/{id}/retry, a new
- * run with the same workflow id after the previous one ended.
+ * Starts a delivery workflow (see startWebhookDeliveryWorkflow for `first` and `again`); a
+ * delivery that already ran is not an error.
  */
 export async function startDelivery(
   temporal: TemporalClient,
@@ -114,18 +112,7 @@ export async function startDelivery(
   mode: 'first' | 'again',
 ): Promise<void> {
   try {
-    await temporal.client.workflow.start('webhookDeliveryWorkflow', {
-      workflowId: workflowIds.webhook(delivery.deliveryId),
-      taskQueue: temporal.taskQueue,
-      args: [{ deliveryId: delivery.deliveryId }],
-      workflowIdReusePolicy: mode === 'first' ? 'REJECT_DUPLICATE' : 'ALLOW_DUPLICATE',
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      typedSearchAttributes: entitySearchAttributes({
-        organizationId: delivery.organizationId,
-        customerId: delivery.customerId,
-        entityType: 'webhook',
-      }),
-    });
+    await startWebhookDeliveryWorkflow(temporal, { deliveryId: delivery.deliveryId }, delivery, mode);
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
   }

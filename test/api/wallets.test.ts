@@ -9,7 +9,7 @@ import { consumeWalletsForInvoice } from '../../src/billing/wallets';
 import { dec } from '../../src/domain/money';
 import { BillingCustomerId, BillingEntityType, BillingOrganizationId, BillingStatus } from '../../src/temporal/search-attributes';
 import { workflowIds } from '../../src/temporal/workflow-ids';
-import { walletStateQuery } from '../../workflows/wallet';
+import { walletStateQuery } from '../../workflows/wallet.messages';
 import type { WalletResource } from '../../src/resources/wallet';
 import type { WalletTransactionResource } from '../../src/resources/wallet-transaction';
 import { eventually, expectError, expectUnknownFields, expectValidationError, ISO_MS_UTC, UUID } from '../support/http';

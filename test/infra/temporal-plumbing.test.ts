@@ -4,11 +4,11 @@ import { randomUUID } from 'node:crypto';
 import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createActivities } from '../../activities';
-import { BillingCustomerId, BillingEntityType, BillingOrganizationId, BillingStatus, entitySearchAttributes } from '../../src/temporal/search-attributes';
+import { BillingCustomerId, BillingEntityType, BillingOrganizationId, BillingStatus } from '../../src/temporal/search-attributes';
 import { createWorker, NativeConnection, workflowsPath } from '../../src/temporal/worker';
 import { workflowIds } from '../../src/temporal/workflow-ids';
-import { pingWorkflow } from '../../workflows';
 import type { PingResult } from '../../workflows/diagnostics';
+import { startPingWorkflow } from '../../workflows/diagnostics.messages';
 import { eventually } from '../support/http';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
 
@@ -64,14 +64,10 @@ describe('pingWorkflow', () => {
     await createCustomers(other.headers, 2);
 
     const worker = await newWorker();
-    const workflowId = workflowIds.diagnostic(`${org.id}-${randomUUID()}`);
+    const diagnosticId = `${org.id}-${randomUUID()}`;
+    const workflowId = workflowIds.diagnostic(diagnosticId);
     const { result, description } = await worker.runUntil(async () => {
-      const handle = await stack.temporal.client.workflow.start(pingWorkflow, {
-        taskQueue: stack.taskQueue,
-        workflowId,
-        args: [org.id],
-        typedSearchAttributes: entitySearchAttributes({ organizationId: org.id, entityType: 'diagnostic' }),
-      });
+      const handle = await startPingWorkflow(stack.temporal, org.id, { diagnosticId });
       const result: PingResult = await handle.result();
       return { result, description: await handle.describe() };
     });
@@ -90,12 +86,7 @@ describe('pingWorkflow', () => {
     const worker = await newWorker();
     const missing = randomUUID();
     const result = await worker.runUntil(
-      stack.temporal.client.workflow.execute(pingWorkflow, {
-        taskQueue: stack.taskQueue,
-        workflowId: workflowIds.diagnostic(missing),
-        args: [missing],
-        typedSearchAttributes: entitySearchAttributes({ organizationId: missing, entityType: 'diagnostic' }),
-      }),
+      startPingWorkflow(stack.temporal, missing, { diagnosticId: missing }).then((handle) => handle.result()),
     );
     expect(result).toEqual({ organizationId: missing, organizationName: null, customers: 0, workflowId: `diagnostic/${missing}` });
   }, 120_000);
@@ -103,19 +94,10 @@ describe('pingWorkflow', () => {
   it('carries the optional customer and status attributes, and is found by a visibility query', async () => {
     const [customerId] = await createCustomers(org.headers, 1);
     const worker = await newWorker();
-    const workflowId = workflowIds.diagnostic(randomUUID());
+    const diagnosticId = randomUUID();
+    const workflowId = workflowIds.diagnostic(diagnosticId);
     const description = await worker.runUntil(async () => {
-      const handle = await stack.temporal.client.workflow.start(pingWorkflow, {
-        taskQueue: stack.taskQueue,
-        workflowId,
-        args: [org.id],
-        typedSearchAttributes: entitySearchAttributes({
-          organizationId: org.id,
-          entityType: 'diagnostic',
-          customerId: customerId!,
-          status: 'probing',
-        }),
-      });
+      const handle = await startPingWorkflow(stack.temporal, org.id, { diagnosticId, customerId: customerId!, status: 'probing' });
       await handle.result();
       return handle.describe();
     });

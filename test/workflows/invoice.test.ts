@@ -12,7 +12,7 @@ import type { Db } from '../../src/db';
 import { dec } from '../../src/domain/money';
 import { wrapClient, type TemporalClient } from '../../src/temporal/client';
 import { workflowIds } from '../../src/temporal/workflow-ids';
-import { deleteInvoiceUpdate, finalizeInvoiceUpdate, payInvoiceUpdate, voidInvoiceUpdate } from '../../workflows/invoice';
+import { deleteInvoiceUpdate, finalizeInvoiceUpdate, payInvoiceUpdate, voidInvoiceUpdate } from '../../workflows/invoice.messages';
 import { eventually } from '../support/http';
 import { createTestDb } from '../support/stack';
 import { bundleWorkflows, createTimeSkippingEnv, waitForTimers } from '../support/temporal';

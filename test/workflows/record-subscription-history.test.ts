@@ -5,8 +5,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cancelUpdate, changePlanUpdate, terminateUpdate } from '../../workflows/subscription';
-import { advanceTestClockUpdate } from '../../workflows/wait';
+import { cancelUpdate, changePlanUpdate, terminateUpdate } from '../../workflows/subscription.messages';
+import { advanceTestClockUpdate } from '../../workflows/test-clock.messages';
 import { advanceTo, createPlan, createTenant, planOf, sendEvents, startHarness, subscribe, type Harness } from './subscription-harness';
 
 const record = process.env.RECORD_HISTORIES === '1';

@@ -11,12 +11,12 @@ import type { InvoiceDoc } from '../../src/db/models/invoice';
 import { fromDecimal128 } from '../../src/db/decimal';
 import { CatalogView } from '../../src/usage/catalog-view';
 import { Ingestor } from '../../src/usage/ingest';
-import { initialState, planSnapshot, startSubscriptionWorkflow } from '../../src/subscriptions/start';
+import { initialState, planSnapshot, ensureSubscriptionWorkflow } from '../../src/subscriptions/start';
 import { isFinal, nextDue, type SubscriptionState } from '../../src/subscriptions/state';
 import { wrapClient, type TemporalClient } from '../../src/temporal/client';
 import type { ClockRef } from '../../src/test-clocks/time';
 import { workflowIds } from '../../src/temporal/workflow-ids';
-import { subscriptionStateQuery } from '../../workflows/subscription';
+import { startSubscriptionWorkflow, subscriptionStateQuery } from '../../workflows/subscription.messages';
 import { eventually } from '../support/http';
 import { insertMetric, insertPlan } from '../support/catalog-fixtures';
 import { createTestDb } from '../support/stack';
@@ -148,13 +148,9 @@ export async function subscribe(
   });
   const state = initialState(doc.toObject(), await planOf(h, s.planId), tenant.timezone, { jitterWindowMs: 0, progressiveCheckMs: 86_400_000 });
   if (s.maxStepsPerRun !== undefined) {
-    await h.temporal.client.workflow.start('subscriptionWorkflow', {
-      workflowId: workflowIds.subscription(doc._id),
-      taskQueue: h.temporal.taskQueue,
-      args: [{ state, maxStepsPerRun: s.maxStepsPerRun }],
-    });
+    await startSubscriptionWorkflow(h.temporal, { state, maxStepsPerRun: s.maxStepsPerRun });
   } else {
-    await startSubscriptionWorkflow(h.temporal, state, s.clock ?? null);
+    await ensureSubscriptionWorkflow(h.temporal, state, s.clock ?? null);
   }
   return { id: doc._id, handle: h.temporal.client.workflow.getHandle(workflowIds.subscription(doc._id)) };
 }

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toDecimal128 } from '../../src/db/decimal';
-import { cancelUpdate, changePlanUpdate, terminateUpdate } from '../../workflows/subscription';
+import { cancelUpdate, changePlanUpdate, terminateUpdate } from '../../workflows/subscription.messages';
 import { advanceTo, cents, createPlan, createTenant, fee4, feesOf, invoicesOf, planOf, sendEvents, startHarness, subscribe, type Harness } from './subscription-harness';
 
 let h: Harness;

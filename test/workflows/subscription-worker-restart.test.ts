@@ -4,6 +4,7 @@
 // subscription goes on to the next period.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { SubscriptionState } from '../../src/subscriptions/state';
+import { subscriptionStateQuery } from '../../workflows/subscription.messages';
 import { eventually } from '../support/http';
 import { advanceTo, cents, createPlan, createTenant, invoicesOf, sendEvents, startHarness, subscribe, type Harness } from './subscription-harness';
 
@@ -45,7 +46,7 @@ it('leaves exactly one invoice for the period when the worker dies mid-generatio
 
   await h.replaceWorker(h.activities);
   // The dead worker stops heartbeating: after the 30 s heartbeat timeout the new worker retries.
-  await eventually(async () => ((await handle.query('state')) as SubscriptionState).currentPeriod?.from === '2027-02-01T00:00:00.000Z' || undefined, 90_000, 'the retried step');
+  await eventually(async () => (await handle.query(subscriptionStateQuery)).currentPeriod?.from === '2027-02-01T00:00:00.000Z' || undefined, 90_000, 'the retried step');
 
   const invoices = await invoicesOf(h, id);
   expect(invoices).toHaveLength(1);

@@ -5,14 +5,14 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Db } from '../../src/db';
 import { fromDecimal128 } from '../../src/db/decimal';
-import { initialState, planSnapshot, startSubscriptionWorkflow } from '../../src/subscriptions/start';
+import { initialState, planSnapshot, ensureSubscriptionWorkflow } from '../../src/subscriptions/start';
 import type { SubscriptionState } from '../../src/subscriptions/state';
 import { startClockAdvance } from '../../src/test-clocks/advance';
 import { clockOfCustomer } from '../../src/test-clocks/time';
 import { workflowIds } from '../../src/temporal/workflow-ids';
 import { CatalogView } from '../../src/usage/catalog-view';
 import { Ingestor } from '../../src/usage/ingest';
-import { subscriptionStateQuery } from '../../workflows/subscription';
+import { subscriptionStateQuery } from '../../workflows/subscription.messages';
 import { insertMetric, insertPlan } from '../support/catalog-fixtures';
 import { eventually } from '../support/http';
 import { createOrganization, createTestStack, type TestStack } from '../support/stack';
@@ -45,7 +45,7 @@ async function subscribeCustomer(organizationId: string, customer: { _id: string
   });
   const plan = await db.connection.collection('plans').findOne({ _id: planId as never });
   const state = initialState(doc.toObject(), planSnapshot(plan as never), 'UTC', { jitterWindowMs: 0, progressiveCheckMs: 3_600_000 });
-  await startSubscriptionWorkflow(stack.temporal, state, await clockOfCustomer(db, customer));
+  await ensureSubscriptionWorkflow(stack.temporal, state, await clockOfCustomer(db, customer));
   return doc._id;
 }
 

@@ -14,14 +14,8 @@ import { dec } from '../../src/domain/money';
 import { wrapClient, type TemporalClient } from '../../src/temporal/client';
 import { BillingStatus, entitySearchAttributes } from '../../src/temporal/search-attributes';
 import { workflowIds } from '../../src/temporal/workflow-ids';
-import {
-  expirationChangedSignal,
-  terminateWalletUpdate,
-  walletStateQuery,
-  walletWorkflow,
-  WALLET_TERMINATED,
-  type WalletWorkflowResult,
-} from '../../workflows/wallet';
+import { walletWorkflow, type WalletWorkflowResult } from '../../workflows/wallet';
+import { expirationChangedSignal, terminateWalletUpdate, walletStateQuery, WALLET_TERMINATED } from '../../workflows/wallet.messages';
 import { createTestDb } from '../support/stack';
 import { bundleWorkflows, createTimeSkippingEnv, waitForTimers } from '../support/temporal';
 

@@ -15,13 +15,7 @@ import { currencyCode, idParams, listQuery, responses, sendList } from '../http'
 import { customerLookup } from '../../db/models/customer';
 import { feeResource, invoiceResource, toFeeResource, toInvoiceResource, type InvoiceResource } from '../../resources/invoice';
 import { settlementResource, toSettlementResource } from '../../resources/settlement';
-import {
-  deleteInvoiceUpdate,
-  finalizeInvoiceUpdate,
-  payInvoiceUpdate,
-  refreshInvoiceUpdate,
-  voidInvoiceUpdate,
-} from '../../../workflows/invoice';
+import { invoiceCommands, type InvoiceCommand } from '../../../workflows/invoice.messages';
 
 const isoDate = z.iso.date();
 
@@ -41,8 +35,8 @@ const oneOffBody = z.strictObject({
     .max(100),
 });
 
-/** What each lifecycle action allows (the specification's invoice state table). */
-const ALLOWED: Record<string, InvoiceDoc['status'][]> = {
+/** What each lifecycle command allows (the specification's invoice state table). */
+const ALLOWED: Record<InvoiceCommand, InvoiceDoc['status'][]> = {
   finalize: ['draft'],
   pay: ['finalized'],
   void: ['finalized'],
@@ -66,13 +60,12 @@ export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
   }
 
   /** Lifecycle changes go through the invoice's workflow; its validator's refusal is our 400. */
-  async function lifecycle(organizationId: string, id: string, action: keyof typeof ALLOWED): Promise<InvoiceResource> {
+  async function lifecycle(organizationId: string, id: string, action: InvoiceCommand): Promise<InvoiceResource> {
     const invoice = await findInvoice(organizationId, id);
     const refusal = () => new InvalidTransition(`Cannot ${action} an invoice that is ${invoice.status}`);
-    if (!ALLOWED[action]!.includes(invoice.status)) throw refusal();
-    const update = { finalize: finalizeInvoiceUpdate, pay: payInvoiceUpdate, void: voidInvoiceUpdate, delete: deleteInvoiceUpdate, refresh: refreshInvoiceUpdate }[action];
+    if (!ALLOWED[action].includes(invoice.status)) throw refusal();
     try {
-      return await temporal.client.workflow.getHandle(workflowIds.invoice(id)).executeUpdate(update!);
+      return await temporal.client.workflow.getHandle(workflowIds.invoice(id)).executeUpdate(invoiceCommands[action]);
     } catch (err) {
       if (err instanceof WorkflowUpdateFailedError) {
         const cause = err.cause as { type?: string; message?: string } | undefined;
@@ -80,7 +73,7 @@ export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
       }
       // The workflow ended meanwhile (paid, voided): answer from the record.
       const now = await Invoice.findById(id).lean();
-      if (now && !ALLOWED[action]!.includes(now.status)) throw new InvalidTransition(`Cannot ${action} an invoice that is ${now.status}`);
+      if (now && !ALLOWED[action].includes(now.status)) throw new InvalidTransition(`Cannot ${action} an invoice that is ${now.status}`);
       throw err;
     }
   }
@@ -224,7 +217,7 @@ export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
     },
   );
 
-  for (const action of ['finalize', 'pay', 'void', 'refresh'] as const) {
+  for (const action of ['finalize', 'pay', 'void', 'refresh'] as const satisfies readonly InvoiceCommand[]) {
     app.post(
       `/invoices/:id/${action}`,
       { schema: { tags, summary: `${action[0]!.toUpperCase()}${action.slice(1)} an invoice`, params: idParams, response: responses({ 200: invoiceResource }) } },

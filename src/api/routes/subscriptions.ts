@@ -21,11 +21,11 @@ import {
   toSubscriptionResource,
   type SubscriptionResource,
 } from '../../resources/subscription';
-import { initialState, planSnapshot, startSubscriptionWorkflow, type BillingTiming } from '../../subscriptions/start';
+import { initialState, planSnapshot, ensureSubscriptionWorkflow, type BillingTiming } from '../../subscriptions/start';
 import { isFinal, type SubscriptionState } from '../../subscriptions/state';
 import { clockOfCustomer, clockOfCustomerId, type ClockRef } from '../../test-clocks/time';
 import { workflowIds } from '../../temporal/workflow-ids';
-import { cancelUpdate, changePlanUpdate, readyUpdate, terminateUpdate } from '../../../workflows/subscription';
+import { cancelUpdate, changePlanUpdate, readyUpdate, terminateUpdate } from '../../../workflows/subscription.messages';
 import { listPage } from '../catalog';
 import { idParams, isoDateTimeInput, listQuery, responses } from '../http';
 import { findPlan } from './plans';
@@ -145,7 +145,7 @@ export const subscriptionRoutes: FastifyPluginAsyncZod = async (app) => {
       const now = await Subscription.findById(doc._id).lean();
       if (!now) throw new NotFound('Subscription not found', 'subscription_not_found');
       if (isFinal(now.status)) throw over(now);
-      await startSubscriptionWorkflow(temporal, await stateOf(now), await clockOfCustomerId(db, now.customer_id));
+      await ensureSubscriptionWorkflow(temporal, await stateOf(now), await clockOfCustomerId(db, now.customer_id));
       // Its first step first: the validators judge the state they hold, and a pending state whose
       // started_at has passed is only activated by that step.
       await handle.executeUpdate(readyUpdate);
@@ -156,7 +156,7 @@ export const subscriptionRoutes: FastifyPluginAsyncZod = async (app) => {
   /** The document as the workflow's first step left it, or as inserted when that cannot be had. */
   async function afterFirstStep(log: FastifyBaseLogger, doc: SubscriptionDoc, state: SubscriptionState, clock: ClockRef | null): Promise<SubscriptionResource> {
     try {
-      await startSubscriptionWorkflow(temporal, state, clock);
+      await ensureSubscriptionWorkflow(temporal, state, clock);
       const handle = temporal.client.workflow.getHandle(workflowIds.subscription(doc._id));
       return await temporal.client.withDeadline(Date.now() + READY_TIMEOUT_MS, () => handle.executeUpdate(readyUpdate));
     } catch (err) {

@@ -9,10 +9,16 @@ import { walletCodeSlot, type WalletDoc } from '../../db/models/wallet';
 import { WALLET_TRANSACTION_SOURCES, type WalletTransactionDoc } from '../../db/models/wallet-transaction';
 import { Dec } from '../../domain/money';
 import { BadRequest, Conflict, NotFound, Validation } from '../../errors';
-import { entitySearchAttributes } from '../../temporal/search-attributes';
 import { workflowIds } from '../../temporal/workflow-ids';
 import { emitEvent } from '../../webhooks/emit-event';
-import { expirationChangedSignal, terminateWalletUpdate, WALLET_TERMINATED, walletWorkflow } from '../../../workflows/wallet';
+import {
+  signalWalletExpirationChanged,
+  startWalletWorkflow,
+  terminateWalletUpdate,
+  WALLET_TERMINATED,
+  type WalletOwner,
+  type WalletWorkflowInput,
+} from '../../../workflows/wallet.messages';
 import { listPage } from '../catalog';
 import { decimalInput } from '../decimal';
 import { currencyCode, idParams, isoDateTimeInput, listQuery, responses } from '../http';
@@ -81,15 +87,13 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
     if (expiration && expiration.getTime() <= now.getTime()) throw Validation.field('expiration_at', 'must be in the future');
   }
 
-  /** The wallet's workflow; a customer on a test clock gets its expiry driven by the clock. */
-  async function workflowStart(wallet: WalletDoc) {
+  /** What the wallet's workflow starts with; a customer on a test clock gets its expiry driven by the clock. */
+  async function workflowOf(wallet: WalletDoc): Promise<[WalletWorkflowInput, WalletOwner]> {
     const clock = await clockOfCustomerId(db, wallet.customer_id);
-    return {
-      workflowId: workflowIds.wallet(wallet._id),
-      taskQueue: temporal.taskQueue,
-      args: [{ walletId: wallet._id, expirationAt: wallet.expiration_at ? wallet.expiration_at.toISOString() : null, clock }] as Parameters<typeof walletWorkflow>,
-      typedSearchAttributes: entitySearchAttributes({ organizationId: wallet.organization_id, customerId: wallet.customer_id, entityType: 'wallet', status: wallet.status }),
-    };
+    return [
+      { walletId: wallet._id, expirationAt: wallet.expiration_at ? wallet.expiration_at.toISOString() : null, clock },
+      { organizationId: wallet.organization_id, customerId: wallet.customer_id, status: wallet.status },
+    ];
   }
 
   /** An event after the change is made: a failure is logged, not answered (the change stands). */
@@ -145,7 +149,7 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
       }
       const { wallet, transaction } = created;
       // The workflow owns expiry and termination from here on.
-      await temporal.client.workflow.start(walletWorkflow, { ...(await workflowStart(wallet)), workflowIdConflictPolicy: 'USE_EXISTING' });
+      await startWalletWorkflow(temporal, ...(await workflowOf(wallet)));
       const resource = toWalletResource(wallet);
       await announce(request.log, 'wallet.created', () =>
         emitEvent(emitDeps, {
@@ -216,12 +220,7 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
         // Re-arms the workflow's timer. With start: a wallet whose workflow never started gets one;
         // REJECT_DUPLICATE: a workflow that already ended (the wallet was just terminated) stays ended.
         try {
-          await temporal.client.workflow.signalWithStart(walletWorkflow, {
-            ...(await workflowStart(updated)),
-            workflowIdReusePolicy: 'REJECT_DUPLICATE',
-            signal: expirationChangedSignal,
-            signalArgs: [updated.expiration_at ? updated.expiration_at.toISOString() : null],
-          });
+          await signalWalletExpirationChanged(temporal, ...(await workflowOf(updated)));
         } catch (err) {
           if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
         }
@@ -261,7 +260,7 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
         // The workflow ended (the wallet expired meanwhile) or never started (a failed creation).
         const now = await findWallet(request.organizationId, wallet._id);
         if (now.status !== 'active') throw terminatedError();
-        await temporal.client.workflow.start(walletWorkflow, { ...(await workflowStart(now)), workflowIdConflictPolicy: 'USE_EXISTING' });
+        await startWalletWorkflow(temporal, ...(await workflowOf(now)));
         return terminate();
       }
     },

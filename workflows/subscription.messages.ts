@@ -1,0 +1,68 @@
+/**
+ * What the outside world says to a subscriptionWorkflow (`subscription/<id>`): how it is started,
+ * its updates and its query. The workflow binds them; the API, the reconciler and the tests use
+ * them, so nothing reaches it by a string name.
+ *
+ * The names inside define*() and the workflow type are recorded in every history: running
+ * executions and test/workflows/histories depend on them, so they never change.
+ *
+ * Imported by workflow code: only @temporalio/workflow, the pure id and search-attribute helpers,
+ * and types.
+ */
+import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import type { SubscriptionResource } from '../src/resources/subscription';
+import type { OnTerminationAction, PlanSnapshot, SubscriptionState } from '../src/subscriptions/state';
+import type { TemporalClient } from '../src/temporal/client';
+import { entitySearchAttributes } from '../src/temporal/search-attributes';
+import { workflowIds } from '../src/temporal/workflow-ids';
+import type { ClockRef } from '../src/test-clocks/time';
+import type * as workflows from './index';
+
+/** The workflow type (the function's name in workflows/index.ts, which the compiler checks). */
+export const subscriptionWorkflowType = 'subscriptionWorkflow' satisfies keyof typeof workflows;
+type SubscriptionWorkflow = (typeof workflows)[typeof subscriptionWorkflowType];
+
+export interface SubscriptionWorkflowInput {
+  state: SubscriptionState;
+  /** Set by continue-as-new: the first step already ran in an earlier run. */
+  resumed?: boolean;
+  /** Continue as new after this many steps even if the server does not suggest it (tests). */
+  maxStepsPerRun?: number;
+  /** The customer's test clock, if it is on one (carried through continue-as-new at its current time). */
+  clock?: ClockRef | null;
+}
+
+export interface PlanChangeRequest {
+  plan: PlanSnapshot;
+}
+
+export interface EndRequest {
+  onTerminationAction?: OnTerminationAction;
+}
+
+export const changePlanUpdate = defineUpdate<SubscriptionResource, [PlanChangeRequest]>('changePlan');
+export const cancelUpdate = defineUpdate<SubscriptionResource, [EndRequest]>('cancel');
+export const terminateUpdate = defineUpdate<SubscriptionResource, [EndRequest]>('terminate');
+/** Answers once the workflow's first step ran (the API's answer to a creation). */
+export const readyUpdate = defineUpdate<SubscriptionResource>('ready');
+export const subscriptionStateQuery = defineQuery<SubscriptionState>('state');
+
+/**
+ * Starts a subscription's workflow. FAIL: a running one is kept and the start throws
+ * WorkflowExecutionAlreadyStartedError, so the caller can tell whether it started one.
+ */
+export function startSubscriptionWorkflow(temporal: TemporalClient, input: SubscriptionWorkflowInput) {
+  const { state } = input;
+  return temporal.client.workflow.start<SubscriptionWorkflow>(subscriptionWorkflowType, {
+    workflowId: workflowIds.subscription(state.subscriptionId),
+    taskQueue: temporal.taskQueue,
+    args: [input],
+    workflowIdConflictPolicy: 'FAIL',
+    typedSearchAttributes: entitySearchAttributes({
+      organizationId: state.organizationId,
+      customerId: state.customerId,
+      entityType: 'subscription',
+      status: state.status,
+    }),
+  });
+}

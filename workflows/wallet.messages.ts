@@ -1,0 +1,78 @@
+/**
+ * What the outside world says to a walletWorkflow (`wallet/<id>`): how it is started, its update,
+ * signal and query, and the failure type its update refuses with. The workflow binds them; the API
+ * uses them, so nothing reaches it by a string name.
+ *
+ * The names inside define*() and the workflow type are recorded in every history: running
+ * executions and test/workflows/histories depend on them, so they never change.
+ *
+ * Imported by workflow code: only @temporalio/workflow, the pure id and search-attribute helpers,
+ * and types.
+ */
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { WalletResource } from '../src/resources/wallet';
+import type { TemporalClient } from '../src/temporal/client';
+import { entitySearchAttributes } from '../src/temporal/search-attributes';
+import { workflowIds } from '../src/temporal/workflow-ids';
+import type { ClockRef } from '../src/test-clocks/time';
+import type * as workflows from './index';
+
+/** The workflow type (the function's name in workflows/index.ts, which the compiler checks). */
+export const walletWorkflowType = 'walletWorkflow' satisfies keyof typeof workflows;
+type WalletWorkflow = (typeof workflows)[typeof walletWorkflowType];
+
+export interface WalletWorkflowInput {
+  walletId: string;
+  /** ISO instant, or null: no expiry. */
+  expirationAt: string | null;
+  /** The customer's test clock, if it is on one. */
+  clock?: ClockRef | null;
+}
+
+export interface WalletWorkflowState {
+  status: 'active' | 'terminating' | 'terminated';
+  expirationAt: string | null;
+  terminatedAt: string | null;
+}
+
+export const terminateWalletUpdate = defineUpdate<WalletResource>('terminate');
+export const expirationChangedSignal = defineSignal<[expirationAt: string | null]>('expirationChanged');
+export const walletStateQuery = defineQuery<WalletWorkflowState>('state');
+
+/** The failure type the API maps to 400 wallet_terminated. */
+export const WALLET_TERMINATED = 'WalletTerminated';
+
+/** Who owns the wallet, for the search attributes; `status`: the wallet's status at the start. */
+export interface WalletOwner {
+  organizationId: string;
+  customerId: string;
+  status: string;
+}
+
+function startOptions(temporal: TemporalClient, input: WalletWorkflowInput, owner: WalletOwner) {
+  return {
+    workflowId: workflowIds.wallet(input.walletId),
+    taskQueue: temporal.taskQueue,
+    args: [input] as Parameters<WalletWorkflow>,
+    typedSearchAttributes: entitySearchAttributes({ ...owner, entityType: 'wallet' }),
+  };
+}
+
+/** Starts a wallet's workflow; USE_EXISTING: a running one is kept. */
+export function startWalletWorkflow(temporal: TemporalClient, input: WalletWorkflowInput, owner: WalletOwner) {
+  return temporal.client.workflow.start<WalletWorkflow>(walletWorkflowType, { ...startOptions(temporal, input, owner), workflowIdConflictPolicy: 'USE_EXISTING' });
+}
+
+/**
+ * Tells the wallet's workflow its new expiration (it re-arms its timer), starting it if it never
+ * started. REJECT_DUPLICATE: a workflow that already ended (the wallet was just terminated) stays
+ * ended, and the call throws WorkflowExecutionAlreadyStartedError.
+ */
+export function signalWalletExpirationChanged(temporal: TemporalClient, input: WalletWorkflowInput, owner: WalletOwner) {
+  return temporal.client.workflow.signalWithStart<WalletWorkflow, [string | null]>(walletWorkflowType, {
+    ...startOptions(temporal, input, owner),
+    workflowIdReusePolicy: 'REJECT_DUPLICATE',
+    signal: expirationChangedSignal,
+    signalArgs: [input.expirationAt],
+  });
+}
