@@ -41,14 +41,7 @@ const nodeBuiltins = [
     'url',
   ]),
 ];
-const ioLibraries = [
-  'mongoose',
-  'mongodb',
-  'fastify',
-  '@temporalio/client',
-  '@temporalio/worker',
-  '@temporalio/activity',
-];
+const ioLibraries = ['mongoose', 'mongodb', 'fastify', '@temporalio/client', '@temporalio/worker', '@temporalio/activity'];
 
 const workflowImportRestrictions = {
   paths: [...nodeBuiltins, ...ioLibraries].map((name) => ({

@@ -24,8 +24,7 @@ function benchmarks(task: BenchTask): BenchTask[] {
 }
 
 const ms = (value: number): string => (value < 10 ? value.toFixed(3) : value.toFixed(1));
-const grouped = (value: number): string =>
-  value < 100 ? value.toFixed(2) : Math.round(value).toLocaleString('en-US');
+const grouped = (value: number): string => (value < 100 ? value.toFixed(2) : Math.round(value).toLocaleString('en-US'));
 
 const summaryReporter: Reporter = {
   onTestRunEnd(testModules: readonly TestModule[]) {
@@ -52,7 +51,8 @@ const summaryReporter: Reporter = {
     if (rows.length === 0) return;
     const columns = Object.keys(rows[0]!) as (keyof (typeof rows)[number])[];
     const width = (column: (typeof columns)[number]) => Math.max(column.length, ...rows.map((row) => String(row[column]).length));
-    const line = (cells: string[]) => cells.map((cell, i) => (i === 0 ? cell.padEnd(width(columns[i]!)) : cell.padStart(width(columns[i]!)))).join('  ');
+    const line = (cells: string[]) =>
+      cells.map((cell, i) => (i === 0 ? cell.padEnd(width(columns[i]!)) : cell.padStart(width(columns[i]!)))).join('  ');
     const out = [
       '',
       'Domain benchmark summary',

@@ -95,7 +95,10 @@ export function createReconcilerActivities(deps: { db: Db; temporal: TemporalCli
         // A test-clock customer's workflow follows its clock again.
         if (await ensureSubscriptionWorkflow(deps.temporal, state, await clockOfCustomerId(deps.db, doc.customer_id))) {
           restarted++;
-          log.info('subscription workflow restarted', { subscriptionId: doc._id, from: doc.workflow_state ? 'workflow_state' : 'document' });
+          log.info('subscription workflow restarted', {
+            subscriptionId: doc._id,
+            from: doc.workflow_state ? 'workflow_state' : 'document',
+          });
         }
       };
       for (let i = 0; i < page.length; i += PARALLELISM) {

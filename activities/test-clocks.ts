@@ -1,5 +1,12 @@
 import { heartbeat } from '@temporalio/activity';
-import { advanceClockTo, clockWorkflowIds, deliverClockTime, markClockReady, type ClockRound, type TestClockDeps } from '../src/test-clocks/advance';
+import {
+  advanceClockTo,
+  clockWorkflowIds,
+  deliverClockTime,
+  markClockReady,
+  type ClockRound,
+  type TestClockDeps,
+} from '../src/test-clocks/advance';
 
 /** The testClockAdvanceWorkflow's steps. */
 export function createTestClockActivities(deps: TestClockDeps) {

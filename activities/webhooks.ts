@@ -108,9 +108,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
           },
         },
       );
-      return succeeded
-        ? { outcome: 'succeeded', httpStatus: httpStatus! }
-        : { outcome: 'failed', httpStatus, error: error!, final };
+      return succeeded ? { outcome: 'succeeded', httpStatus: httpStatus! } : { outcome: 'failed', httpStatus, error: error!, final };
     },
 
     /** Where a new run of a delivery starts counting (POST /v1/webhooks/{id}/retry continues). */

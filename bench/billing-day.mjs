@@ -92,20 +92,29 @@ const dist = (path) => {
   if (!existsSync(file)) throw new Error(`${file} is missing: build first (npm run build; npm start does it)`);
   return import(pathToFileURL(file).href);
 };
-const [{ initialState, planSnapshot }, { periodFrom, nextDue, isFinal, jitterFor }, { projectionOf }, { connectDb }, { entitySearchAttributes }, { workflowIds }, { subscriptionWorkflowType }] =
-  await Promise.all([
-    dist('src/subscriptions/start.js'),
-    dist('src/subscriptions/state.js'),
-    dist('src/subscriptions/projection.js'),
-    dist('src/db/index.js'),
-    dist('src/temporal/search-attributes.js'),
-    dist('src/temporal/workflow-ids.js'),
-    dist('workflows/subscription.messages.js'),
-  ]);
+const [
+  { initialState, planSnapshot },
+  { periodFrom, nextDue, isFinal, jitterFor },
+  { projectionOf },
+  { connectDb },
+  { entitySearchAttributes },
+  { workflowIds },
+  { subscriptionWorkflowType },
+] = await Promise.all([
+  dist('src/subscriptions/start.js'),
+  dist('src/subscriptions/state.js'),
+  dist('src/subscriptions/projection.js'),
+  dist('src/db/index.js'),
+  dist('src/temporal/search-attributes.js'),
+  dist('src/temporal/workflow-ids.js'),
+  dist('workflows/subscription.messages.js'),
+]);
 const { Runtime, DefaultLogger } = await import('@temporalio/worker');
 // Temporal's own logs (the worker's, core's) go to stderr: stdout carries the report only.
 Runtime.install({
-  logger: new DefaultLogger('WARN', (entry) => console.error(`[temporal ${entry.level}] ${entry.message}`, entry.meta ? JSON.stringify(entry.meta) : '')),
+  logger: new DefaultLogger('WARN', (entry) =>
+    console.error(`[temporal ${entry.level}] ${entry.message}`, entry.meta ? JSON.stringify(entry.meta) : ''),
+  ),
   telemetryOptions: { logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} } },
   shutdownSignals: [],
 });
@@ -212,7 +221,11 @@ async function billingDay() {
     const setupStarted = Date.now();
 
     // Catalog through the API.
-    const org = await call('POST', '/v1/organizations', { name: `Billing day ${N} ${now.toISOString()}`, timezone: 'UTC', events_rate_limit_per_minute: 1_000_000 });
+    const org = await call('POST', '/v1/organizations', {
+      name: `Billing day ${N} ${now.toISOString()}`,
+      timezone: 'UTC',
+      events_rate_limit_per_minute: 1_000_000,
+    });
     orgId = org.id;
     const key = org.api_key.raw_key;
     const tag = randomUUID().slice(0, 6);
@@ -223,14 +236,36 @@ async function billingDay() {
     ];
     const metrics = [];
     for (const spec of metricSpecs) {
-      const body = { code: spec.code, name: spec.name, aggregation_type: spec.aggregation_type, ...(spec.field_name ? { field_name: spec.field_name } : {}) };
+      const body = {
+        code: spec.code,
+        name: spec.name,
+        aggregation_type: spec.aggregation_type,
+        ...(spec.field_name ? { field_name: spec.field_name } : {}),
+      };
       metrics.push(await call('POST', '/v1/billable_metrics', body, key));
     }
-    const plan = await call('POST', '/v1/plans', {
-      code: `bd_${tag}`, name: 'Billing day', interval: 'monthly', amount_cents: 5000, currency: 'USD',
-      charges: metrics.map((m, i) => ({ billable_metric_id: m.id, charge_model: 'standard', properties: { amount: metricSpecs[i].amount } })),
-    }, key);
-    const customers = await pool(Array.from({ length: N }, (_, i) => i), 16, (i) => call('POST', '/v1/customers', { external_id: `bd-${tag}-${i}` }, key));
+    const plan = await call(
+      'POST',
+      '/v1/plans',
+      {
+        code: `bd_${tag}`,
+        name: 'Billing day',
+        interval: 'monthly',
+        amount_cents: 5000,
+        currency: 'USD',
+        charges: metrics.map((m, i) => ({
+          billable_metric_id: m.id,
+          charge_model: 'standard',
+          properties: { amount: metricSpecs[i].amount },
+        })),
+      },
+      key,
+    );
+    const customers = await pool(
+      Array.from({ length: N }, (_, i) => i),
+      16,
+      (i) => call('POST', '/v1/customers', { external_id: `bd-${tag}-${i}` }, key),
+    );
     const customersDone = Date.now();
     log(`organization ${org.id}, plan ${plan.id}, ${N} customers in ${seconds(customersDone - setupStarted)} s`);
 
@@ -247,14 +282,32 @@ async function billingDay() {
     for (let b = 0; b < N; b += BATCH) {
       const docs = customers.slice(b, b + BATCH).map((customer) => {
         const base = {
-          _id: randomUUID(), organization_id: org.id, customer_id: customer.id, external_customer_id: customer.external_id,
-          external_id: `bd-sub-${customer.external_id}`, name: null, plan_id: plan.id, status: 'pending', billing_time: 'calendar',
-          pay_in_advance: false, trial_period_days: 0, started_at: periodStart, on_termination_action: 'generate_invoice',
+          _id: randomUUID(),
+          organization_id: org.id,
+          customer_id: customer.id,
+          external_customer_id: customer.external_id,
+          external_id: `bd-sub-${customer.external_id}`,
+          name: null,
+          plan_id: plan.id,
+          status: 'pending',
+          billing_time: 'calendar',
+          pay_in_advance: false,
+          trial_period_days: 0,
+          started_at: periodStart,
+          on_termination_action: 'generate_invoice',
         };
         const pending = initialState(base, snapshot, 'UTC', TIMING);
         const period = periodFrom(pending, periodStart);
         // What activateSubscription leaves: active, the first period open, announced.
-        const state = { ...pending, status: 'active', announced: true, currentPeriod: period, segmentFrom: period.from, trialEnded: true, version: 1 };
+        const state = {
+          ...pending,
+          status: 'active',
+          announced: true,
+          currentPeriod: period,
+          segmentFrom: period.from,
+          trialEnded: true,
+          version: 1,
+        };
         return { ...base, ...projectionOf(state) };
       });
       // Workflows first, documents second: the reconciler never sees a document without its
@@ -266,7 +319,12 @@ async function billingDay() {
           taskQueue,
           args: [{ state: doc.workflow_state, resumed: true }],
           workflowIdConflictPolicy: 'USE_EXISTING',
-          typedSearchAttributes: entitySearchAttributes({ organizationId: org.id, customerId: doc.customer_id, entityType: 'subscription', status: 'active' }),
+          typedSearchAttributes: entitySearchAttributes({
+            organizationId: org.id,
+            customerId: doc.customer_id,
+            entityType: 'subscription',
+            status: 'active',
+          }),
           ...(delay > 0 ? { startDelay: delay } : {}),
         });
       });
@@ -291,9 +349,27 @@ async function billingDay() {
         gb += g;
         seats = Math.max(seats, st);
         events.push(
-          { transaction_id: `bd-${tag}-${seq++}`, external_customer_id: s.externalCustomerId, code: metricSpecs[0].code, timestamp: at(), properties: {} },
-          { transaction_id: `bd-${tag}-${seq++}`, external_customer_id: s.externalCustomerId, code: metricSpecs[1].code, timestamp: at(), properties: { gb: g } },
-          { transaction_id: `bd-${tag}-${seq++}`, external_customer_id: s.externalCustomerId, code: metricSpecs[2].code, timestamp: at(), properties: { seats: st } },
+          {
+            transaction_id: `bd-${tag}-${seq++}`,
+            external_customer_id: s.externalCustomerId,
+            code: metricSpecs[0].code,
+            timestamp: at(),
+            properties: {},
+          },
+          {
+            transaction_id: `bd-${tag}-${seq++}`,
+            external_customer_id: s.externalCustomerId,
+            code: metricSpecs[1].code,
+            timestamp: at(),
+            properties: { gb: g },
+          },
+          {
+            transaction_id: `bd-${tag}-${seq++}`,
+            external_customer_id: s.externalCustomerId,
+            code: metricSpecs[2].code,
+            timestamp: at(),
+            properties: { seats: st },
+          },
         );
       }
       expected.set(s.id, 5000 + PER_CHARGE * 1 + gb * 2 + seats * 10);
@@ -307,7 +383,9 @@ async function billingDay() {
       unattributed += res.events.filter((e) => e.subscription_ids.length !== 1).length;
     });
     const eventsDone = Date.now();
-    log(`${events.length} events in ${seconds(eventsDone - startsDone)} s (${Math.round(events.length / ((eventsDone - startsDone) / 1000))}/s)`);
+    log(
+      `${events.length} events in ${seconds(eventsDone - startsDone)} s (${Math.round(events.length / ((eventsDone - startsDone) / 1000))}/s)`,
+    );
     if (unattributed > 0) throw new Error(`${unattributed} events were not attributed to exactly one subscription`);
     const setupOverrun = eventsDone - T0;
     if (setupOverrun > 0) log(`WARNING: the setup ended ${seconds(setupOverrun)} s after T0 (raise --lead): the measurement is not clean`);
@@ -356,7 +434,13 @@ async function billingDay() {
       const key = `${created}/${finalized}/${steps}`;
       if (key !== lastChange.key) lastChange = { t, key };
       else if (t - lastChange.t > stallMs && t > spreadMs) {
-        stalled = { since_seconds_after_t0: seconds(lastChange.t), created, finalized, steps_done: steps, ...(await stallDiagnosis(client, taskQueue, org.id)) };
+        stalled = {
+          since_seconds_after_t0: seconds(lastChange.t),
+          created,
+          finalized,
+          steps_done: steps,
+          ...(await stallDiagnosis(client, taskQueue, org.id)),
+        };
         log(`STALLED: nothing moved for ${values.stall} s`, JSON.stringify(stalled));
         if (!own) log(`the worker polling "${taskQueue}" may now hold every activity slot for good: restart it (stop and rerun npm start)`);
         break;
@@ -369,20 +453,26 @@ async function billingDay() {
     }
     const all = await invoices.find(filter, { subscription_id: 1, total: 1, sequential_id: 1, status: 1 }).lean();
     const wrongTotals = all.filter((inv) => Number(inv.total.toString()) !== expected.get(inv.subscription_id)).length;
-    const numbers = all.map((inv) => inv.sequential_id).filter((n) => n !== null).sort((a, b) => a - b);
+    const numbers = all
+      .map((inv) => inv.sequential_id)
+      .filter((n) => n !== null)
+      .sort((a, b) => a - b);
     const gapless = numbers.length === all.length && numbers.every((n, i) => n === i + 1);
     // Peak rate: the most invoices finalized in any 5-second window of the samples.
     let peak = 0;
     for (let i = 0, j = 0; i < samples.length; i++) {
       while (samples[i].t - samples[j].t > 5_000) j++;
-      if (samples[i].t > samples[j].t) peak = Math.max(peak, ((samples[i].finalized - samples[j].finalized) * 1000) / (samples[i].t - samples[j].t));
+      if (samples[i].t > samples[j].t)
+        peak = Math.max(peak, ((samples[i].finalized - samples[j].finalized) * 1000) / (samples[i].t - samples[j].t));
     }
 
     // One subscription's and one invoice's history after this boundary.
     const sample = all.find((inv) => inv.status === 'finalized') ?? all[0];
     const histories = sample
       ? {
-          subscription_workflow: describeHistory(await client.workflow.getHandle(workflowIds.subscription(sample.subscription_id)).fetchHistory()),
+          subscription_workflow: describeHistory(
+            await client.workflow.getHandle(workflowIds.subscription(sample.subscription_id)).fetchHistory(),
+          ),
           invoice_workflow: describeHistory(await client.workflow.getHandle(workflowIds.invoice(sample._id)).fetchHistory()),
         }
       : null;
@@ -468,7 +558,10 @@ async function stallDiagnosis(client, taskQueue, organizationId) {
   });
   const pending = {};
   let sampled = 0;
-  for await (const wf of client.workflow.list({ query: `BillingOrganizationId = '${organizationId}' AND ExecutionStatus = 'Running'`, pageSize: 100 })) {
+  for await (const wf of client.workflow.list({
+    query: `BillingOrganizationId = '${organizationId}' AND ExecutionStatus = 'Running'`,
+    pageSize: 100,
+  })) {
     const description = await client.workflow.getHandle(wf.workflowId).describe();
     for (const a of description.raw.pendingActivities ?? []) {
       const key = `${a.activityType?.name} ${proto.api.enums.v1.PendingActivityState[a.state]?.replace('PENDING_ACTIVITY_STATE_', '')}`;
@@ -493,11 +586,20 @@ async function cleanup(db, client, organizationId) {
   const at = new Date();
   const marked = await db.models.Subscription.updateMany(
     { organization_id: organizationId, status: { $in: ['pending', 'active'] } },
-    { $set: { status: 'terminated', terminated_at: at, ending_at: at, 'workflow_state.status': 'terminated' }, $inc: { state_version: 1_000_000 } },
+    {
+      $set: { status: 'terminated', terminated_at: at, ending_at: at, 'workflow_state.status': 'terminated' },
+      $inc: { state_version: 1_000_000 },
+    },
   );
   const ids = [];
-  for await (const wf of client.workflow.list({ query: `BillingOrganizationId = '${organizationId}' AND ExecutionStatus = 'Running'` })) ids.push(wf.workflowId);
-  await pool(ids, 32, (id) => client.workflow.getHandle(id).terminate('billing-day bench cleanup').catch(() => undefined));
+  for await (const wf of client.workflow.list({ query: `BillingOrganizationId = '${organizationId}' AND ExecutionStatus = 'Running'` }))
+    ids.push(wf.workflowId);
+  await pool(ids, 32, (id) =>
+    client.workflow
+      .getHandle(id)
+      .terminate('billing-day bench cleanup')
+      .catch(() => undefined),
+  );
   return { organization_id: organizationId, subscriptions_marked_terminated: marked.modifiedCount, workflows_terminated: ids.length };
 }
 
@@ -536,7 +638,10 @@ async function twelvePeriods() {
     await env.connection.operatorService.addSearchAttributes({
       namespace: 'default',
       searchAttributes: Object.fromEntries(
-        ['BillingOrganizationId', 'BillingCustomerId', 'BillingEntityType', 'BillingStatus'].map((name) => [name, proto.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD]),
+        ['BillingOrganizationId', 'BillingCustomerId', 'BillingEntityType', 'BillingStatus'].map((name) => [
+          name,
+          proto.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+        ]),
       ),
     });
     const temporal = wrapClient(env.client, taskQueue);
@@ -548,7 +653,15 @@ async function twelvePeriods() {
     });
     return await worker.runUntil(async () => {
       const { Organization, Customer, BillableMetric, Plan, Subscription, Invoice } = db.models;
-      const org = await Organization.create({ name: 'History', default_currency: 'USD', timezone: 'UTC', net_payment_term: 30, invoice_grace_period: 0, document_number_prefix: 'HIST', events_rate_limit_per_minute: 1000 });
+      const org = await Organization.create({
+        name: 'History',
+        default_currency: 'USD',
+        timezone: 'UTC',
+        net_payment_term: 30,
+        invoice_grace_period: 0,
+        document_number_prefix: 'HIST',
+        events_rate_limit_per_minute: 1000,
+      });
       const customer = await Customer.create({ organization_id: org._id, external_id: 'history', currency: 'USD' });
       const metrics = await Promise.all([
         BillableMetric.create({ organization_id: org._id, code: 'calls', name: 'Calls', aggregation_type: 'count' }),
@@ -556,15 +669,26 @@ async function twelvePeriods() {
         BillableMetric.create({ organization_id: org._id, code: 'seats', name: 'Seats', aggregation_type: 'max', field_name: 'seats' }),
       ]);
       const plan = await Plan.create({
-        organization_id: org._id, code: 'monthly', name: 'Monthly', interval: 'monthly', amount_cents: 5000, currency: 'USD',
+        organization_id: org._id,
+        code: 'monthly',
+        name: 'Monthly',
+        interval: 'monthly',
+        amount_cents: 5000,
+        currency: 'USD',
         charges: metrics.map((m) => ({ billable_metric_id: m._id, charge_model: 'standard', properties: { amount: '1' } })),
       });
       const nowMs = await env.currentTimeMs();
       const today = new Date(nowMs);
       const startedAt = new Date(Date.UTC(today.getUTCFullYear(), today.getUTCMonth() + 1, 1));
       const doc = await Subscription.create({
-        organization_id: org._id, customer_id: customer._id, external_customer_id: customer.external_id, external_id: 'history',
-        plan_id: plan._id, status: 'pending', billing_time: 'calendar', started_at: startedAt,
+        organization_id: org._id,
+        customer_id: customer._id,
+        external_customer_id: customer.external_id,
+        external_id: 'history',
+        plan_id: plan._id,
+        status: 'pending',
+        billing_time: 'calendar',
+        started_at: startedAt,
       });
       const state0 = initialState(doc.toObject(), planSnapshot(plan.toObject()), 'UTC', TIMING);
       await startSubscriptionWorkflow(temporal, state0);
@@ -602,7 +726,10 @@ async function twelvePeriods() {
       await advanceToNextStep(); // activation at started_at
       // Events for every period: the same mix as the billing day, mid-month.
       const ingestor = new Ingestor(db, new CatalogView(db));
-      const boundaries = Array.from({ length: PERIODS + 1 }, (_, m) => new Date(Date.UTC(startedAt.getUTCFullYear(), startedAt.getUTCMonth() + m, 1)));
+      const boundaries = Array.from(
+        { length: PERIODS + 1 },
+        (_, m) => new Date(Date.UTC(startedAt.getUTCFullYear(), startedAt.getUTCMonth() + m, 1)),
+      );
       for (let p = 0; p < PERIODS; p++) {
         const at = new Date((boundaries[p].getTime() + boundaries[p + 1].getTime()) / 2);
         const inputs = Array.from({ length: PER_CHARGE }, (_, k) => [
@@ -625,7 +752,9 @@ async function twelvePeriods() {
         const to = boundaries[p + 1].getTime();
         perMonth.push(actionsOf(events.filter((e) => eventTimeMs(e) >= from && eventTimeMs(e) < to)).actions);
       }
-      const invoiceHistory = invoices[1] ? describeHistory(await env.client.workflow.getHandle(workflowIds.invoice(invoices[1]._id)).fetchHistory()) : null;
+      const invoiceHistory = invoices[1]
+        ? describeHistory(await env.client.workflow.getHandle(workflowIds.invoice(invoices[1]._id)).fetchHistory())
+        : null;
       return {
         periods: PERIODS,
         started_at: startedAt.toISOString(),

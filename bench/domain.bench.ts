@@ -147,20 +147,43 @@ const COUPONS: AppliedCoupon[] = [
     id: 'applied-fixed',
     status: 'active',
     applied_at: new Date('2026-01-10T00:00:00Z'),
-    coupon: { id: 'fixed', code: 'WELCOME', coupon_type: 'fixed_amount', frequency: 'forever', reusable: true, amount_cents: dec(5000), amount_currency: 'USD' },
+    coupon: {
+      id: 'fixed',
+      code: 'WELCOME',
+      coupon_type: 'fixed_amount',
+      frequency: 'forever',
+      reusable: true,
+      amount_cents: dec(5000),
+      amount_currency: 'USD',
+    },
   },
   {
     id: 'applied-percent',
     status: 'active',
     applied_at: new Date('2026-02-01T00:00:00Z'),
-    coupon: { id: 'percent', code: 'SPRING10', coupon_type: 'percentage', frequency: 'recurring', frequency_duration: 3, reusable: true, percentage_rate: dec(10) },
+    coupon: {
+      id: 'percent',
+      code: 'SPRING10',
+      coupon_type: 'percentage',
+      frequency: 'recurring',
+      frequency_duration: 3,
+      reusable: true,
+      percentage_rate: dec(10),
+    },
   },
 ];
 
 /** One invoice: every charge from its daily rows, then the invoice pipeline. */
 function invoiceFromDailyRows() {
   const fees: PricedFee[] = [
-    { key: 'subscription', fee_type: 'subscription', amount_cents: dec(9900), units: dec(1), events_count: 0, unit_amount_cents: dec(9900) },
+    {
+      key: 'subscription',
+      fee_type: 'subscription',
+      amount_cents: dec(9900),
+      units: dec(1),
+      events_count: 0,
+      unit_amount_cents: dec(9900),
+    },
   ];
   for (const { id, charge, metric, rows } of charges) {
     const daily = aggregateDailyRows(metric, rows);
@@ -175,7 +198,15 @@ function invoiceFromDailyRows() {
       unit_amount_cents: priced.default.unitAmount,
     });
     if (priced.minTrueUp.gt(0)) {
-      fees.push({ key: `${id}:min`, fee_type: 'charge', charge_id: id, amount_cents: priced.minTrueUp, units: dec(1), events_count: 0, unit_amount_cents: priced.minTrueUp });
+      fees.push({
+        key: `${id}:min`,
+        fee_type: 'charge',
+        charge_id: id,
+        amount_cents: priced.minTrueUp,
+        units: dec(1),
+        events_count: 0,
+        unit_amount_cents: priced.minTrueUp,
+      });
     }
   }
   return assembleInvoice({

@@ -33,7 +33,12 @@ const org = await call('POST', '/v1/organizations', { name: `Clock bench ${stamp
 const key = org.api_key.raw_key;
 const start = '2030-01-01T00:00:00.000Z';
 const clock = await call('POST', '/v1/test_clocks', { name: 'bench', frozen_time: start }, key);
-const customer = await call('POST', '/v1/customers', { external_id: `clock-bench-${stamp}`, currency: 'USD', test_clock_id: clock.id }, key);
+const customer = await call(
+  'POST',
+  '/v1/customers',
+  { external_id: `clock-bench-${stamp}`, currency: 'USD', test_clock_id: clock.id },
+  key,
+);
 const metric = await call('POST', '/v1/billable_metrics', { name: 'Calls', code: `calls_${stamp}`, aggregation_type: 'count' }, key);
 const shapes = [
   { billing_time: 'calendar', pay_in_advance: false },
@@ -42,19 +47,39 @@ const shapes = [
   { billing_time: 'anniversary', pay_in_advance: true },
 ];
 for (let i = 0; i < count; i++) {
-  const plan = await call('POST', '/v1/plans', {
-    name: `Plan ${i}`,
-    code: `plan_${stamp}_${i}`,
-    interval: 'monthly',
-    amount_cents: 1000 * (i + 1),
-    currency: 'USD',
-    charges: [{ billable_metric_id: metric.id, charge_model: 'standard', properties: { amount: '2' } }],
-  }, key);
-  await call('POST', '/v1/subscriptions', { external_id: `sub-${stamp}-${i}`, customer_id: customer.id, plan_id: plan.id, ...shapes[i % shapes.length] }, key);
+  const plan = await call(
+    'POST',
+    '/v1/plans',
+    {
+      name: `Plan ${i}`,
+      code: `plan_${stamp}_${i}`,
+      interval: 'monthly',
+      amount_cents: 1000 * (i + 1),
+      currency: 'USD',
+      charges: [{ billable_metric_id: metric.id, charge_model: 'standard', properties: { amount: '2' } }],
+    },
+    key,
+  );
+  await call(
+    'POST',
+    '/v1/subscriptions',
+    { external_id: `sub-${stamp}-${i}`, customer_id: customer.id, plan_id: plan.id, ...shapes[i % shapes.length] },
+    key,
+  );
 }
-await call('POST', '/v1/events/batch', {
-  events: Array.from({ length: 50 }, (_, n) => ({ transaction_id: `tx-${stamp}-${n}`, external_customer_id: customer.external_id, code: metric.code, timestamp: start })),
-}, key);
+await call(
+  'POST',
+  '/v1/events/batch',
+  {
+    events: Array.from({ length: 50 }, (_, n) => ({
+      transaction_id: `tx-${stamp}-${n}`,
+      external_customer_id: customer.external_id,
+      code: metric.code,
+      timestamp: start,
+    })),
+  },
+  key,
+);
 
 const target = '2031-01-01T00:00:00.000Z';
 const began = performance.now();
@@ -73,12 +98,18 @@ for (let skip = 0; ; skip += 100) {
   invoices.push(...page);
   if (page.length < 100) break;
 }
-console.log(JSON.stringify({
-  benchmark: 'test clock: advance one year, one customer',
-  subscriptions: count,
-  seconds_until_ready: Number(seconds.toFixed(2)),
-  target_seconds: 30,
-  invoices: invoices.length,
-  invoices_total_cents: invoices.reduce((sum, i) => sum + Number(i.total), 0),
-  overdue: invoices.filter((i) => i.payment_overdue).length,
-}, null, 2));
+console.log(
+  JSON.stringify(
+    {
+      benchmark: 'test clock: advance one year, one customer',
+      subscriptions: count,
+      seconds_until_ready: Number(seconds.toFixed(2)),
+      target_seconds: 30,
+      invoices: invoices.length,
+      invoices_total_cents: invoices.reduce((sum, i) => sum + Number(i.total), 0),
+      overdue: invoices.filter((i) => i.payment_overdue).length,
+    },
+    null,
+    2,
+  ),
+);

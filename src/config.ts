@@ -32,7 +32,12 @@ export const configSchema = z.object({
   /** Public address printed in docs and used in links (defaults to http://HOST:PORT). */
   PUBLIC_URL: z.url().optional(),
   /** Largest accepted request body, in bytes. */
-  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(50 * 1024 * 1024).default(1024 * 1024),
+  BODY_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(50 * 1024 * 1024)
+    .default(1024 * 1024),
   /**
    * API processes on this machine (node:cluster, one listening socket). 1 in containers, where
    * you scale by running more of them; the dev stack uses one per core.

@@ -67,7 +67,10 @@ export class InvalidTransition extends ApiError {
 
 export class RateLimited extends ApiError {
   override readonly name = 'RateLimited';
-  constructor(message: string, readonly retryAfterSeconds: number) {
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
     super(429, 'rate_limited', message);
   }
 }

@@ -25,6 +25,11 @@ export function startPingWorkflow(
     workflowId: workflowIds.diagnostic(label.diagnosticId),
     taskQueue: temporal.taskQueue,
     args: [organizationId],
-    typedSearchAttributes: entitySearchAttributes({ organizationId, entityType: 'diagnostic', customerId: label.customerId, status: label.status }),
+    typedSearchAttributes: entitySearchAttributes({
+      organizationId,
+      entityType: 'diagnostic',
+      customerId: label.customerId,
+      status: label.status,
+    }),
   });
 }

@@ -62,7 +62,11 @@ export type InvoiceCommand = keyof typeof invoiceCommands;
  * workflow); REJECT_DUPLICATE: one that ended (paid, voided, deleted) is not started again, the
  * start throws WorkflowExecutionAlreadyStartedError.
  */
-export function startInvoiceWorkflow(temporal: TemporalClient, input: InvoiceWorkflowInput, owner: { organizationId: string; customerId: string }) {
+export function startInvoiceWorkflow(
+  temporal: TemporalClient,
+  input: InvoiceWorkflowInput,
+  owner: { organizationId: string; customerId: string },
+) {
   return temporal.client.workflow.start<InvoiceWorkflow>(invoiceWorkflowType, {
     workflowId: workflowIds.invoice(input.invoiceId),
     taskQueue: temporal.taskQueue,

@@ -11,7 +11,14 @@
  * Query: state. (All defined in invoice.messages.ts, with the start options.)
  * Ends when the invoice is paid, voided or deleted.
  */
-import { ApplicationFailure, condition, proxyActivities, setHandler, allHandlersFinished, upsertSearchAttributes } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  condition,
+  proxyActivities,
+  setHandler,
+  allHandlersFinished,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { gracePeriodEnd } from '../src/domain/invoice-due';
 import { type InvoiceResource } from '../src/resources/invoice';
@@ -93,7 +100,11 @@ export async function invoiceWorkflow(input: InvoiceWorkflowInput): Promise<{ st
   const pay = onceFinalized('paid', () => acts.payInvoiceActivity(input.invoiceId, now()));
   const voidIt = onceFinalized('voided', () => acts.voidInvoiceActivity(input.invoiceId, now()));
 
-  setHandler(invoiceStateQuery, () => ({ status, paymentOverdue: overdue, overdueAt: overdueAt ? new Date(overdueAt).toISOString() : null }));
+  setHandler(invoiceStateQuery, () => ({
+    status,
+    paymentOverdue: overdue,
+    overdueAt: overdueAt ? new Date(overdueAt).toISOString() : null,
+  }));
   setHandler(settlementRecordedSignal, () => {
     settlementPending = true;
   });

@@ -31,6 +31,9 @@ export interface ReconcileTotals {
 }
 
 /** The schedule's action: one full pass (no input), under the schedule's id. */
-export function reconcileSubscriptionsScheduleAction(workflowId: string, taskQueue: string): ScheduleOptionsStartWorkflowAction<ReconcileSubscriptionsWorkflow> {
+export function reconcileSubscriptionsScheduleAction(
+  workflowId: string,
+  taskQueue: string,
+): ScheduleOptionsStartWorkflowAction<ReconcileSubscriptionsWorkflow> {
   return { type: 'startWorkflow', workflowType: reconcileSubscriptionsWorkflowType, workflowId, args: [{}], taskQueue };
 }

@@ -21,7 +21,11 @@ export async function reconcileSubscriptionsWorkflow(input: ReconcileWorkflowInp
   const totals: ReconcileTotals = input.totals ? { ...input.totals } : { pages: 0, checked: 0, restarted: 0, skipped: 0 };
   let afterId = input.afterId;
   for (;;) {
-    const page = await reconcileSubscriptions({ ...(afterId ? { afterId } : {}), ...(input.pageSize ? { pageSize: input.pageSize } : {}), ...(input.minAgeMs !== undefined ? { minAgeMs: input.minAgeMs } : {}) });
+    const page = await reconcileSubscriptions({
+      ...(afterId ? { afterId } : {}),
+      ...(input.pageSize ? { pageSize: input.pageSize } : {}),
+      ...(input.minAgeMs !== undefined ? { minAgeMs: input.minAgeMs } : {}),
+    });
     totals.pages++;
     totals.checked += page.checked;
     totals.restarted += page.restarted;

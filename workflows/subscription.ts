@@ -33,7 +33,14 @@ import type { SubscriptionStepResult } from '../src/billing/subscription/shared'
 import type { SubscriptionResource } from '../src/resources/subscription';
 import { dueBy, isFinal, nextDue, type DueStep, type SubscriptionState } from '../src/subscriptions/state';
 import { BillingStatus } from '../src/temporal/search-attributes';
-import { cancelUpdate, changePlanUpdate, readyUpdate, subscriptionStateQuery, terminateUpdate, type SubscriptionWorkflowInput } from './subscription.messages';
+import {
+  cancelUpdate,
+  changePlanUpdate,
+  readyUpdate,
+  subscriptionStateQuery,
+  terminateUpdate,
+  type SubscriptionWorkflowInput,
+} from './subscription.messages';
 import { currentClock, markFinished, now, nowIso, useClock, waitFor, waitUntil } from './wait';
 import { stepLock } from './exclusive';
 
@@ -128,14 +135,16 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       exclusive(async () => {
         await catchUp();
         refuseIfOver();
-        if (state.status !== 'active' || state.endingAt !== null) refuse(`Only an active subscription can be canceled (this one is ${state.status}${state.endingAt ? ', already canceled' : ''})`);
+        if (state.status !== 'active' || state.endingAt !== null)
+          refuse(`Only an active subscription can be canceled (this one is ${state.status}${state.endingAt ? ', already canceled' : ''})`);
         return apply(await acts.cancelSubscription(state, nowIso(), request.onTerminationAction));
       }),
     {
       // A pending subscription whose start has passed is activated by the handler first.
       validator: (_request) => {
         refuseIfOver();
-        if (state.status === 'pending' && Date.parse(state.startedAt) > now()) refuse('Only an active subscription can be canceled (this one is pending)');
+        if (state.status === 'pending' && Date.parse(state.startedAt) > now())
+          refuse('Only an active subscription can be canceled (this one is pending)');
         if (state.endingAt !== null) refuse('The subscription is already canceled');
       },
     },

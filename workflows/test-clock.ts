@@ -21,7 +21,9 @@ const acts = proxyActivities<Activities>({
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 });
 
-export async function testClockAdvanceWorkflow(input: TestClockAdvanceInput): Promise<{ rounds: number; workflows: number; instants?: number }> {
+export async function testClockAdvanceWorkflow(
+  input: TestClockAdvanceInput,
+): Promise<{ rounds: number; workflows: number; instants?: number }> {
   if (!patched('test-clock-instants-in-order')) return deliverTargetAtOnce(input);
   const target = Date.parse(input.target);
   let at = input.from ?? input.target;

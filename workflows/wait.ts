@@ -41,7 +41,12 @@ export function useClock(ref: ClockRef | null | undefined): void {
       const due = !caughtUp();
       await condition(caughtUp);
       const until = finished ? null : (parked?.until ?? null);
-      return { clockId: c.id, caughtUpAt: new Date(c.now).toISOString(), due, nextWakeAt: until === null ? null : new Date(until).toISOString() };
+      return {
+        clockId: c.id,
+        caughtUpAt: new Date(c.now).toISOString(),
+        due,
+        nextWakeAt: until === null ? null : new Date(until).toISOString(),
+      };
     },
     {
       validator: (frozenTime) => {

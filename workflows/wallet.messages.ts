@@ -60,7 +60,10 @@ function startOptions(temporal: TemporalClient, input: WalletWorkflowInput, owne
 
 /** Starts a wallet's workflow; USE_EXISTING: a running one is kept. */
 export function startWalletWorkflow(temporal: TemporalClient, input: WalletWorkflowInput, owner: WalletOwner) {
-  return temporal.client.workflow.start<WalletWorkflow>(walletWorkflowType, { ...startOptions(temporal, input, owner), workflowIdConflictPolicy: 'USE_EXISTING' });
+  return temporal.client.workflow.start<WalletWorkflow>(walletWorkflowType, {
+    ...startOptions(temporal, input, owner),
+    workflowIdConflictPolicy: 'USE_EXISTING',
+  });
 }
 
 /**

@@ -23,7 +23,13 @@ import {
 import type { Activities } from '../activities';
 import type { WalletTermination } from '../activities/wallets';
 import { BillingStatus } from '../src/temporal/search-attributes';
-import { expirationChangedSignal, terminateWalletUpdate, WALLET_TERMINATED, walletStateQuery, type WalletWorkflowInput } from './wallet.messages';
+import {
+  expirationChangedSignal,
+  terminateWalletUpdate,
+  WALLET_TERMINATED,
+  walletStateQuery,
+  type WalletWorkflowInput,
+} from './wallet.messages';
 import { currentClock, markFinished, now, useClock, waitFor, waitUntil } from './wait';
 
 const { terminateWalletActivity } = proxyActivities<Activities>({

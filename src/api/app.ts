@@ -30,7 +30,8 @@ import { testClockRoutes } from './routes/test-clocks';
 import { webhookRoutes } from './routes/webhooks';
 
 export interface AppDeps {
-  config: Pick<Config, 'LOG_LEVEL' | 'BILLING_SIGNUP_TOKEN' | 'BODY_LIMIT_BYTES'> & Partial<Pick<Config, 'BILLING_JITTER_WINDOW_SECONDS' | 'PROGRESSIVE_BILLING_CHECK_MINUTES'>>;
+  config: Pick<Config, 'LOG_LEVEL' | 'BILLING_SIGNUP_TOKEN' | 'BODY_LIMIT_BYTES'> &
+    Partial<Pick<Config, 'BILLING_JITTER_WINDOW_SECONDS' | 'PROGRESSIVE_BILLING_CHECK_MINUTES'>>;
   db: Db;
   temporal: TemporalClient;
   /** The clock of the API (tests pass their own). */

@@ -65,14 +65,25 @@ export async function findOfLivePlan<T extends { plan_id: string }>(
 }
 
 /** `$set` on the document `filter` matches; the document after it, or the resource's 404. */
-export async function updateOr404<T>(model: Model<T>, filter: Record<string, unknown>, set: Record<string, unknown>, what: ResourceName): Promise<T> {
+export async function updateOr404<T>(
+  model: Model<T>,
+  filter: Record<string, unknown>,
+  set: Record<string, unknown>,
+  what: ResourceName,
+): Promise<T> {
   const updated = await model.findOneAndUpdate(filter as never, { $set: set } as never, { returnDocument: 'after' }).lean<T>();
   if (!updated) throw notFound(what);
   return updated;
 }
 
 /** `$set` on a live document of the organization; a document deleted meanwhile is the 404. */
-export function updateLive<T>(model: Model<T>, organizationId: string, id: string, set: Record<string, unknown>, what: ResourceName): Promise<T> {
+export function updateLive<T>(
+  model: Model<T>,
+  organizationId: string,
+  id: string,
+  set: Record<string, unknown>,
+  what: ResourceName,
+): Promise<T> {
   return updateOr404(model, { _id: id, ...live(organizationId) }, set, what);
 }
 

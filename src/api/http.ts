@@ -48,8 +48,6 @@ export const ianaTimezone = z
   .refine((tz) => IANAZone.isValidZone(tz), 'unknown IANA time zone');
 
 /** An ISO 8601 timestamp with an offset (or Z), parsed to a Date. */
-export const isoDateTimeInput = z.iso
-  .datetime({ offset: true })
-  .transform((s) => new Date(s));
+export const isoDateTimeInput = z.iso.datetime({ offset: true }).transform((s) => new Date(s));
 
 export const email = z.email().max(255);

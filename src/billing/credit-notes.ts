@@ -205,7 +205,10 @@ export async function createCreditNote(db: Db, deps: CreditNoteDeps, input: NewC
       const own = fee.credit_note_item_ids?.includes(item.id) ? item.value : ZERO;
       const creditable = amount(fee.total_amount_cents).minus(amount(fee.credited_amount_cents)).plus(own);
       if (item.value.greaterThan(creditable.plus(roundingAllowance(item.value)))) {
-        problems.push({ path: `items.${item.index}.amount_cents`, message: `exceeds what remains creditable on the fee (${creditable.toFixed(4)})` });
+        problems.push({
+          path: `items.${item.index}.amount_cents`,
+          message: `exceeds what remains creditable on the fee (${creditable.toFixed(4)})`,
+        });
       }
     }
     if (problems.length > 0) throw new Validation(problems);
@@ -236,7 +239,10 @@ export async function createCreditNote(db: Db, deps: CreditNoteDeps, input: NewC
     if (!refused) break;
     for (const item of ordered) await releaseFeeCredit(db, organizationId, item.feeId, item.id, item.value);
     if (attempt >= 5) {
-      throw Validation.field(`items.${refused.index}.amount_cents`, 'exceeds what remains creditable on the fee (other credit notes are crediting it)');
+      throw Validation.field(
+        `items.${refused.index}.amount_cents`,
+        'exceeds what remains creditable on the fee (other credit notes are crediting it)',
+      );
     }
     feesById = await checkRoom();
   }

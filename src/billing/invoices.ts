@@ -111,8 +111,16 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
   const byKey = { organization_id: input.organizationId, idempotency_key: input.idempotencyKey };
   const existing = await Invoice.findOne(byKey).lean();
   if (existing) {
-    const current = input.finalizeAtCreation && existing.status === 'draft' && existing.grace_period_days === 0 ? await finalizeInvoice(db, deps, existing._id, input.at) : existing;
-    await ensureInvoiceWorkflow(deps.temporal, current, await clockOfCustomerId(db, current.customer_id), await invoiceOverdueAt(db, current));
+    const current =
+      input.finalizeAtCreation && existing.status === 'draft' && existing.grace_period_days === 0
+        ? await finalizeInvoice(db, deps, existing._id, input.at)
+        : existing;
+    await ensureInvoiceWorkflow(
+      deps.temporal,
+      current,
+      await clockOfCustomerId(db, current.customer_id),
+      await invoiceOverdueAt(db, current),
+    );
     return current;
   }
   const [organization, customer] = await Promise.all([
@@ -180,41 +188,46 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
   // Fees first: an invoice document is only ever visible with all its lines.
   // (A periodic invoice may have no line at all: it is still issued, at zero.)
   if (assembled.fees.length > 0) {
-  await Fee.collection
-    .insertMany(
-      assembled.fees.map((fee) => ({
-        _id: deterministicId(`fee/${id}/${fee.key}`),
-        organization_id: input.organizationId,
-        invoice_id: id,
-        customer_id: input.customerId,
-        subscription_id: input.subscriptionId ?? null,
-        key: fee.key,
-        fee_type: fee.fee_type,
-        charge_id: fee.charge_id ?? null,
-        charge_filter_id: fee.charge_filter_id ?? null,
-        add_on_id: fee.add_on_id ?? null,
-        invoice_display_name: fee.invoice_display_name ?? null,
-        description: null,
-        currency: input.currency,
-        units: money(fee.units),
-        events_count: fee.events_count,
-        unit_amount_cents: money(fee.unit_amount_cents),
-        amount_cents: money(fee.amount_cents),
-        taxes_amount_cents: money(fee.taxes_amount_cents),
-        total_amount_cents: money(fee.total_amount_cents),
-        applied_taxes: fee.applied_taxes.map((t) => ({ tax_id: t.tax_id, tax_code: t.tax_code, tax_rate: money(t.tax_rate), amount_cents: money(t.amount_cents) })),
-        payment_status: 'pending',
-        credited_amount_cents: money(0),
-        period_started_at: fee.period?.from ?? input.linesPeriod?.from ?? input.periodStartedAt ?? null,
-        period_ended_at: fee.period?.to ?? input.linesPeriod?.to ?? input.periodEndedAt ?? null,
-        created_at: input.at,
-        updated_at: input.at,
-      })) as never[],
-      { ordered: false },
-    )
-    .catch((err: unknown) => {
-      if (!isDuplicateKeyError(err)) throw err; // a retry: the lines are there already
-    });
+    await Fee.collection
+      .insertMany(
+        assembled.fees.map((fee) => ({
+          _id: deterministicId(`fee/${id}/${fee.key}`),
+          organization_id: input.organizationId,
+          invoice_id: id,
+          customer_id: input.customerId,
+          subscription_id: input.subscriptionId ?? null,
+          key: fee.key,
+          fee_type: fee.fee_type,
+          charge_id: fee.charge_id ?? null,
+          charge_filter_id: fee.charge_filter_id ?? null,
+          add_on_id: fee.add_on_id ?? null,
+          invoice_display_name: fee.invoice_display_name ?? null,
+          description: null,
+          currency: input.currency,
+          units: money(fee.units),
+          events_count: fee.events_count,
+          unit_amount_cents: money(fee.unit_amount_cents),
+          amount_cents: money(fee.amount_cents),
+          taxes_amount_cents: money(fee.taxes_amount_cents),
+          total_amount_cents: money(fee.total_amount_cents),
+          applied_taxes: fee.applied_taxes.map((t) => ({
+            tax_id: t.tax_id,
+            tax_code: t.tax_code,
+            tax_rate: money(t.tax_rate),
+            amount_cents: money(t.amount_cents),
+          })),
+          payment_status: 'pending',
+          credited_amount_cents: money(0),
+          period_started_at: fee.period?.from ?? input.linesPeriod?.from ?? input.periodStartedAt ?? null,
+          period_ended_at: fee.period?.to ?? input.linesPeriod?.to ?? input.periodEndedAt ?? null,
+          created_at: input.at,
+          updated_at: input.at,
+        })) as never[],
+        { ordered: false },
+      )
+      .catch((err: unknown) => {
+        if (!isDuplicateKeyError(err)) throw err; // a retry: the lines are there already
+      });
   }
   let invoice: InvoiceDoc;
   try {
@@ -232,7 +245,10 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
 }
 
 /** When a finalized invoice becomes overdue if unpaid (src/domain/invoice-due.ts), in the customer's zone. */
-export async function invoiceOverdueAt(db: Db, invoice: Pick<InvoiceDoc, 'payment_due_date' | 'customer_id' | 'organization_id'>): Promise<string | null> {
+export async function invoiceOverdueAt(
+  db: Db,
+  invoice: Pick<InvoiceDoc, 'payment_due_date' | 'customer_id' | 'organization_id'>,
+): Promise<string | null> {
   if (!invoice.payment_due_date) return null;
   const [customer, organization] = await Promise.all([
     db.models.Customer.findById(invoice.customer_id, { timezone: 1 }).lean(),
@@ -244,7 +260,9 @@ export async function invoiceOverdueAt(db: Db, invoice: Pick<InvoiceDoc, 'paymen
 /** Starts the invoice's workflow: a running one is kept, one that ended is not started again. */
 async function ensureInvoiceWorkflow(
   temporal: TemporalClient,
-  invoice: Pick<InvoiceDoc, '_id' | 'organization_id' | 'customer_id' | 'status' | 'created_at' | 'grace_period_days'> & { payment_overdue?: boolean },
+  invoice: Pick<InvoiceDoc, '_id' | 'organization_id' | 'customer_id' | 'status' | 'created_at' | 'grace_period_days'> & {
+    payment_overdue?: boolean;
+  },
   clock: ClockRef | null = null,
   overdueAt: string | null = null,
 ): Promise<void> {
@@ -266,7 +284,13 @@ async function ensureInvoiceWorkflow(
   }
 }
 
-async function emitInvoiceEvent(db: Db, deps: EmitDeps, invoice: InvoiceDoc, type: 'invoice.created' | 'invoice.finalized' | 'invoice.paid' | 'invoice.voided' | 'invoice.payment_overdue', at: Date) {
+async function emitInvoiceEvent(
+  db: Db,
+  deps: EmitDeps,
+  invoice: InvoiceDoc,
+  type: 'invoice.created' | 'invoice.finalized' | 'invoice.paid' | 'invoice.voided' | 'invoice.payment_overdue',
+  at: Date,
+) {
   const fees = await db.models.Fee.find({ invoice_id: invoice._id }).sort({ key: 1 }).lean();
   await emitEvent(deps, {
     organizationId: invoice.organization_id,
@@ -314,14 +338,35 @@ export async function finalizeInvoice(db: Db, deps: InvoiceDeps, invoiceId: stri
   // coupons were a preview; what is due is recomputed with the ones this finalization claimed.
   const coupons = await claimCoupons(db, invoice, at);
   const due = nonNegative(
-    amountOf(invoice.subtotal).plus(amountOf(invoice.tax_amount)).minus(coupons.total).minus(amountOf(invoice.progressive_billing_credit_amount_cents)),
+    amountOf(invoice.subtotal)
+      .plus(amountOf(invoice.tax_amount))
+      .minus(coupons.total)
+      .minus(amountOf(invoice.progressive_billing_credit_amount_cents)),
   );
   const credited = due.greaterThan(0)
-    ? await applyCreditNotesToInvoice(db, { organizationId: invoice.organization_id, customerId: invoice.customer_id, currency: invoice.currency, invoiceId, amountCents: due, at })
+    ? await applyCreditNotesToInvoice(db, {
+        organizationId: invoice.organization_id,
+        customerId: invoice.customer_id,
+        currency: invoice.currency,
+        invoiceId,
+        amountCents: due,
+        at,
+      })
     : { totalCents: new Dec(0) };
   const afterCredits = due.minus(credited.totalCents);
   const prepaid = afterCredits.greaterThan(0)
-    ? await consumeWalletsForInvoice(db, { organizationId: invoice.organization_id, customerId: invoice.customer_id, currency: invoice.currency, invoiceId, amountCents: afterCredits, at }, deps)
+    ? await consumeWalletsForInvoice(
+        db,
+        {
+          organizationId: invoice.organization_id,
+          customerId: invoice.customer_id,
+          currency: invoice.currency,
+          invoiceId,
+          amountCents: afterCredits,
+          at,
+        },
+        deps,
+      )
     : { totalCents: new Dec(0) };
   const total = roundCents(afterCredits.minus(prepaid.totalCents));
   const paid = total.lessThanOrEqualTo(0);
@@ -408,7 +453,12 @@ async function consumeCoupon(db: Db, invoiceId: string, appliedCouponId: string,
   const ends = applied.frequency === 'once' || remaining <= 0;
   // Raw collection: the consumption marker is bookkeeping outside the mongoose schema.
   const updated = await db.models.AppliedCoupon.collection.findOneAndUpdate(
-    { _id: applied._id, status: 'active', consumed_invoice_ids: { $ne: invoiceId }, frequency_duration_remaining: applied.frequency_duration_remaining } as never,
+    {
+      _id: applied._id,
+      status: 'active',
+      consumed_invoice_ids: { $ne: invoiceId },
+      frequency_duration_remaining: applied.frequency_duration_remaining,
+    } as never,
     {
       $set: {
         frequency_duration_remaining: applied.frequency === 'recurring' ? Math.max(remaining, 0) : applied.frequency_duration_remaining,
@@ -434,7 +484,13 @@ export async function payInvoice(db: Db, deps: InvoiceDeps, invoiceId: string, a
   if (invoice.status !== 'finalized') return invoice;
   const left = amountToSettle(invoice).minus(await settledAmount(db, invoiceId));
   if (left.greaterThan(0)) {
-    await recordSettlement(db, { organizationId: invoice.organization_id, invoiceId, type: 'payment', sourceId: `manual:${invoiceId}`, amountCents: left });
+    await recordSettlement(db, {
+      organizationId: invoice.organization_id,
+      invoiceId,
+      type: 'payment',
+      sourceId: `manual:${invoiceId}`,
+      amountCents: left,
+    });
   }
   return markPaidIfSettled(db, deps, invoiceId, at);
 }

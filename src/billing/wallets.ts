@@ -80,7 +80,11 @@ function pendingEntry(
  * Writes the wallet_transactions record of a parked change and unparks it. Idempotent: the record's
  * id is the change's id, so a duplicate means it was written already.
  */
-async function recordPending(models: Models, wallet: Pick<WalletDoc, '_id' | 'organization_id' | 'customer_id'>, pending: PendingWalletTransaction): Promise<WalletTransactionDoc> {
+async function recordPending(
+  models: Models,
+  wallet: Pick<WalletDoc, '_id' | 'organization_id' | 'customer_id'>,
+  pending: PendingWalletTransaction,
+): Promise<WalletTransactionDoc> {
   const { WalletTransaction, Wallet } = models;
   let record: WalletTransactionDoc | null = null;
   try {
@@ -165,7 +169,14 @@ export async function createWallet(deps: WalletDeps, input: CreateWalletInput): 
     terminated_at: null,
     applied_transaction_ids: credits ? [grantId] : [],
     pending_transactions: credits
-      ? [pendingEntry(grantId, { transaction_type: 'inbound', status: 'granted', source: 'manual', invoice_id: null, created_at: input.at }, cents, credits)]
+      ? [
+          pendingEntry(
+            grantId,
+            { transaction_type: 'inbound', status: 'granted', source: 'manual', invoice_id: null, created_at: input.at },
+            cents,
+            credits,
+          ),
+        ]
       : [],
   });
   const wallet = created.toObject();
@@ -204,7 +215,12 @@ export async function topUpWallet(
   // rate_amount never changes after creation, so the cents computed from it stay exact.
   const rate = fromDecimal128(current.rate_amount)!;
   const cents = creditsToCents(input.credits, rate);
-  const entry = pendingEntry(transactionId, { transaction_type: 'inbound', status: 'granted', source: input.source, invoice_id: null, created_at: input.at }, cents, input.credits);
+  const entry = pendingEntry(
+    transactionId,
+    { transaction_type: 'inbound', status: 'granted', source: input.source, invoice_id: null, created_at: input.at },
+    cents,
+    input.credits,
+  );
   const updated = await Wallet.findOneAndUpdate(
     { ...notAppliedYet(input.walletId, transactionId), status: 'active', organization_id: input.organizationId },
     {
@@ -221,7 +237,11 @@ export async function topUpWallet(
     const transaction = (await WalletTransaction.findById(transactionId).lean())!;
     return { outcome: 'applied', wallet: (await Wallet.findById(input.walletId).lean())!, transaction };
   }
-  const transaction = await recordPending(deps.models, updated, updated.pending_transactions.find((p) => p.id === transactionId)!);
+  const transaction = await recordPending(
+    deps.models,
+    updated,
+    updated.pending_transactions.find((p) => p.id === transactionId)!,
+  );
   return { outcome: 'applied', wallet: (await Wallet.findById(input.walletId).lean())!, transaction };
 }
 
@@ -326,7 +346,8 @@ async function consumeUnderLease(
   let remaining = input.amountCents.minus(consumptions.reduce((acc, c) => acc.plus(c.amountCents), new Dec(0)));
 
   for (let round = 0; remaining.greaterThan(0); round++) {
-    if (round >= MAX_CONSUMPTION_ROUNDS) throw new Error(`wallet consumption for invoice ${input.invoiceId} kept colliding with concurrent changes`);
+    if (round >= MAX_CONSUMPTION_ROUNDS)
+      throw new Error(`wallet consumption for invoice ${input.invoiceId} kept colliding with concurrent changes`);
     const wallets = await Wallet.find({ ...scope, ...usableAt(input.at), currency: input.currency, _id: { $nin: [...used] } }).lean();
     const allocation = allocateWallets(
       remaining,
@@ -350,7 +371,9 @@ async function consumeUnderLease(
       // Refused: either another attempt for this same invoice (an activity attempt still running
       // beside its retry) consumed this wallet already, which we adopt, or the wallet changed under
       // us: read and allocate again.
-      const record = applied ? await recordPending(db.models, wallet, applied) : await consumedMeanwhile(db.models, walletId, transactionId);
+      const record = applied
+        ? await recordPending(db.models, wallet, applied)
+        : await consumedMeanwhile(db.models, walletId, transactionId);
       if (record) {
         const consumed = fromDecimal128(record.amount)!;
         used.add(walletId);
@@ -380,7 +403,13 @@ async function consumedMeanwhile(models: Models, walletId: string, transactionId
 }
 
 async function settle(db: Db, input: ConsumeWalletsInput, walletId: string, amountCents: Decimal): Promise<void> {
-  await recordSettlement(db, { organizationId: input.organizationId, invoiceId: input.invoiceId, type: 'wallet_credit', sourceId: walletId, amountCents });
+  await recordSettlement(db, {
+    organizationId: input.organizationId,
+    invoiceId: input.invoiceId,
+    type: 'wallet_credit',
+    sourceId: walletId,
+    amountCents,
+  });
 }
 
 /**

@@ -64,10 +64,7 @@ function winner(prepared: ReturnType<typeof prepare>, properties: Properties): n
  * The index of the filter that prices this event: the most specific matching one, so an event is
  * never counted twice; null for the default bucket.
  */
-export function matchingFilterIndex(
-  filters: readonly ChargeFilterLike[],
-  properties: Properties,
-): number | null {
+export function matchingFilterIndex(filters: readonly ChargeFilterLike[], properties: Properties): number | null {
   return winner(prepare(filters), properties);
 }
 

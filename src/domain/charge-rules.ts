@@ -158,7 +158,9 @@ export function proratedErrors(charge: ChargeRuleInput, metric: ChargeRuleMetric
   if (!charge.prorated) return [];
   const rules = CHARGE_MODEL_RULES[charge.charge_model];
   if (metric.recurring !== true) {
-    return [{ path: `${path}.prorated`, message: `only a charge of a recurring metric can be prorated ("${metric.code}" is not recurring)` }];
+    return [
+      { path: `${path}.prorated`, message: `only a charge of a recurring metric can be prorated ("${metric.code}" is not recurring)` },
+    ];
   }
   if (metric.aggregation_type === 'weighted_sum') {
     return [{ path: `${path}.prorated`, message: 'a weighted_sum charge cannot be prorated' }];

@@ -103,11 +103,7 @@ function shareReduction(amounts: readonly Dec[], reduction: Dec): Dec[] {
  * maximum (billing-rules.md, Invoice pipeline 1). When both caps apply and the minimum exceeds the
  * maximum, the maximum wins: a customer is never billed above a stated ceiling.
  */
-export function computeChargeFees(
-  charge: PricedCharge,
-  buckets: ChargeBuckets,
-  proration: ProrationRatio = FULL_PERIOD,
-): ChargeFees {
+export function computeChargeFees(charge: PricedCharge, buckets: ChargeBuckets, proration: ProrationRatio = FULL_PERIOD): ChargeFees {
   const defaultResult = computeChargeModel(charge.charge_model, charge.properties, buckets.default);
   const filterResults = buckets.filters.map((f) => computeChargeModel(charge.charge_model, f.properties, f.aggregation));
   const results = [defaultResult, ...filterResults];
@@ -170,8 +166,6 @@ export function priceEventInAdvance(input: InAdvanceEvent): Dec {
   const after = computeChargeModel(input.charge_model, input.properties, input.after).amount;
   const before =
     input.alreadyBilled ??
-    (input.before.eventsCount === 0
-      ? ZERO
-      : computeChargeModel(input.charge_model, input.properties, input.before).amount);
+    (input.before.eventsCount === 0 ? ZERO : computeChargeModel(input.charge_model, input.properties, input.before).amount);
   return nonNegative(roundFee(after.minus(before)));
 }

@@ -122,9 +122,7 @@ export function orderOfApplication(coupons: readonly AppliedCoupon[]): AppliedCo
   return [...coupons].sort((a, b) => a.applied_at.getTime() - b.applied_at.getTime());
 }
 
-type Discount =
-  | { ok: true; amount: Dec; fixedLeft: Dec | null; periodsBefore: number | null }
-  | { ok: false; reason: CouponSkipReason };
+type Discount = { ok: true; amount: Dec; fixedLeft: Dec | null; periodsBefore: number | null } | { ok: false; reason: CouponSkipReason };
 
 function discount(applied: AppliedCoupon, terms: EffectiveTerms, currency: string, remaining: Dec): Discount {
   const { coupon } = applied;
@@ -182,11 +180,7 @@ function consumption(applied: AppliedCoupon, fixedLeft: Dec | null, periodsBefor
  * subtotal. A coupon that would discount nothing is skipped and not consumed, so a `once` coupon is
  * not burnt on an invoice with nothing left to discount.
  */
-export function applyCoupons(input: {
-  currency: string;
-  subtotal: Dec;
-  applied_coupons: readonly AppliedCoupon[];
-}): CouponsResult {
+export function applyCoupons(input: { currency: string; subtotal: Dec; applied_coupons: readonly AppliedCoupon[] }): CouponsResult {
   // The subtotal is an invoice-level amount: whole cents, never negative.
   let remaining = nonNegative(roundCents(input.subtotal));
   const applications: CouponApplication[] = [];

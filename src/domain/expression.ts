@@ -37,8 +37,7 @@ export type Expr =
     };
 
 export type ParseResult =
-  | { readonly ok: true; readonly expr: Expr }
-  | { readonly ok: false; readonly message: string; readonly position: number };
+  { readonly ok: true; readonly expr: Expr } | { readonly ok: false; readonly message: string; readonly position: number };
 
 /** Arity per function: `round(x)` is `round(x, 0)`, as in Lago's expression language. */
 const ARITY: Record<ExpressionFunction, { min: number; max: number }> = {
@@ -168,10 +167,7 @@ class Parser {
   private expect(text: string): void {
     const token = this.peek();
     if (!this.isPunct(text)) {
-      throw new SyntaxFailure(
-        `expected '${text}' but found ${describeToken(token)} at position ${token.position}`,
-        token.position,
-      );
+      throw new SyntaxFailure(`expected '${text}' but found ${describeToken(token)} at position ${token.position}`, token.position);
     }
     this.advance();
   }
@@ -179,10 +175,7 @@ class Parser {
   private enter(position: number): void {
     this.depth += 1;
     if (this.depth > MAX_EXPRESSION_DEPTH) {
-      throw new SyntaxFailure(
-        `expression nested deeper than ${MAX_EXPRESSION_DEPTH} levels at position ${position}`,
-        position,
-      );
+      throw new SyntaxFailure(`expression nested deeper than ${MAX_EXPRESSION_DEPTH} levels at position ${position}`, position);
     }
   }
 
@@ -241,10 +234,7 @@ class Parser {
 
   private call(name: string, position: number): Expr {
     if (!isFunctionName(name)) {
-      throw new SyntaxFailure(
-        `unknown function '${name}' at position ${position} (known: ${EXPRESSION_FUNCTIONS.join(', ')})`,
-        position,
-      );
+      throw new SyntaxFailure(`unknown function '${name}' at position ${position} (known: ${EXPRESSION_FUNCTIONS.join(', ')})`, position);
     }
     this.enter(position);
     this.expect('(');
@@ -283,8 +273,7 @@ function checkLiteralDigits(digits: Expr): void {
         : null;
   if (literal !== null && !validRoundDigits(literal)) {
     throw new SyntaxFailure(
-      `round() digits must be an integer from ${ROUND_DIGITS_RANGE.min} to ${ROUND_DIGITS_RANGE.max}` +
-        ` at position ${digits.position}`,
+      `round() digits must be an integer from ${ROUND_DIGITS_RANGE.min} to ${ROUND_DIGITS_RANGE.max}` + ` at position ${digits.position}`,
       digits.position,
     );
   }
@@ -396,11 +385,7 @@ function applyOperator(operator: '+' | '-' | '*' | '/', left: Dec, right: Dec): 
   }
 }
 
-function evaluateCall(
-  name: ExpressionFunction,
-  argExprs: readonly Expr[],
-  properties: Readonly<Record<string, unknown>>,
-): Dec | null {
+function evaluateCall(name: ExpressionFunction, argExprs: readonly Expr[], properties: Readonly<Record<string, unknown>>): Dec | null {
   const args: Dec[] = [];
   for (const argExpr of argExprs) {
     const value = evaluate(argExpr, properties);

@@ -218,9 +218,7 @@ export function assembleInvoice(input: InvoiceAssemblyInput): AssembledInvoice {
   const notes = consumeInOrder(
     input.credit_notes ?? [],
     (n) => n.balance_amount_cents,
-    nonNegative(
-      subtotal.plus(tax_amount).minus(coupons.coupons_amount_cents).minus(progressive.total),
-    ),
+    nonNegative(subtotal.plus(tax_amount).minus(coupons.coupons_amount_cents).minus(progressive.total)),
   );
 
   const amounts = {

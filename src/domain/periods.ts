@@ -173,25 +173,17 @@ function calendarDatesContaining(interval: BillingInterval, date: LocalDate): [D
 function anniversaryDate(interval: BillingInterval, anchor: LocalDate, k: number): DateTime {
   const base = asCalendarDate(anchor);
   const step = stepOf(interval);
-  return step.weeks !== undefined
-    ? base.plus({ weeks: step.weeks * k })
-    : base.plus({ months: (step.months ?? 0) * k });
+  return step.weeks !== undefined ? base.plus({ weeks: step.weeks * k }) : base.plus({ months: (step.months ?? 0) * k });
 }
 
-function anniversaryDatesContaining(
-  interval: BillingInterval,
-  anchor: LocalDate,
-  date: LocalDate,
-): [DateTime, DateTime] {
+function anniversaryDatesContaining(interval: BillingInterval, anchor: LocalDate, date: LocalDate): [DateTime, DateTime] {
   const target = asCalendarDate(date);
   // An estimate from whole units, then corrected: clamping can make the estimate one off.
   const step = stepOf(interval);
   let k =
     step.weeks !== undefined
       ? Math.floor(daysBetweenDates(anchor, date) / (7 * step.weeks))
-      : Math.floor(
-          (date.year * 12 + date.month - (anchor.year * 12 + anchor.month)) / (step.months ?? 1),
-        );
+      : Math.floor((date.year * 12 + date.month - (anchor.year * 12 + anchor.month)) / (step.months ?? 1));
   const targetMs = target.toMillis();
   while (anniversaryDate(interval, anchor, k).toMillis() > targetMs) k -= 1;
   while (anniversaryDate(interval, anchor, k + 1).toMillis() <= targetMs) k += 1;
@@ -285,7 +277,5 @@ export function listPeriods(input: BillingSchedule & { from: Date; until: Date }
  * in the past must bill at once, so that invoice numbers follow the periods.
  */
 export function listEndedPeriods(input: BillingSchedule & { until: Date }): Period[] {
-  return listPeriods({ ...input, from: input.anchor }).filter(
-    (period) => period.to.getTime() <= input.until.getTime(),
-  );
+  return listPeriods({ ...input, from: input.anchor }).filter((period) => period.to.getTime() <= input.until.getTime());
 }

@@ -1,13 +1,5 @@
 import { dec, Dec, type DecimalInput } from './money';
-import {
-  countDays,
-  fullPeriodDays,
-  periodContaining,
-  prorate,
-  type BillingInterval,
-  type BillingTime,
-  type Period,
-} from './periods';
+import { countDays, fullPeriodDays, periodContaining, prorate, type BillingInterval, type BillingTime, type Period } from './periods';
 import { billableFrom, planChangeDay, terminationBilledUntil } from './proration';
 
 /**
@@ -68,9 +60,7 @@ export function classifyPlanChange(oldPlan: PricedPlan, newPlan: PricedPlan): Pl
   if (oldPlan.currency.toUpperCase() !== newPlan.currency.toUpperCase()) {
     throw new PlanCurrencyMismatch(oldPlan.currency, newPlan.currency);
   }
-  return yearlyAmount(newPlan).greaterThanOrEqualTo(yearlyAmount(oldPlan))
-    ? 'upgrade'
-    : 'downgrade';
+  return yearlyAmount(newPlan).greaterThanOrEqualTo(yearlyAmount(oldPlan)) ? 'upgrade' : 'downgrade';
 }
 
 export interface SubscriptionTiming {
@@ -103,12 +93,7 @@ function wasBaseFeeInvoiced(at: Date, timing: SubscriptionTiming): boolean {
 }
 
 /** A credit-note amount, capped by what was invoiced; `null` instead of zero. */
-function creditAmount(
-  amountCents: DecimalInput,
-  creditedDays: number,
-  periodDays: number,
-  timing: SubscriptionTiming,
-): Dec | null {
+function creditAmount(amountCents: DecimalInput, creditedDays: number, periodDays: number, timing: SubscriptionTiming): Dec | null {
   if (creditedDays === 0) return null;
   let amount = prorate(amountCents, creditedDays, periodDays);
   if (timing.invoicedBaseFee !== undefined && timing.invoicedBaseFee !== null) {
@@ -169,10 +154,7 @@ export function computeUpgradeAmounts(input: UpgradeInput): UpgradeAmounts {
   const oldPlanDays = billableDays(period.from, changeDay, input);
   const newPlanDays = billableDays(changeDay, period.to, input);
 
-  const oldPlanFee =
-    !input.payInAdvance && oldPlanDays > 0
-      ? prorate(input.oldPlan.amount_cents, oldPlanDays, periodDays)
-      : null;
+  const oldPlanFee = !input.payInAdvance && oldPlanDays > 0 ? prorate(input.oldPlan.amount_cents, oldPlanDays, periodDays) : null;
   const creditNoteAmount =
     input.payInAdvance && wasBaseFeeInvoiced(input.changedAt, input)
       ? creditAmount(input.oldPlan.amount_cents, newPlanDays, periodDays, input)
@@ -180,10 +162,7 @@ export function computeUpgradeAmounts(input: UpgradeInput): UpgradeAmounts {
   // A new plan with another interval has another day price: its own whole period is the
   // denominator, over the same remaining days of the unmoved current period.
   const newPeriodDays = fullPeriodDays({ ...schedule, interval: input.newPlan.interval });
-  const newPlanFee =
-    newPlanDays > 0
-      ? prorate(input.newPlan.amount_cents, newPlanDays, newPeriodDays)
-      : null;
+  const newPlanFee = newPlanDays > 0 ? prorate(input.newPlan.amount_cents, newPlanDays, newPeriodDays) : null;
 
   return {
     period,
@@ -248,9 +227,7 @@ export function computeTerminationAmounts(input: TerminationInput): TerminationA
   const unusedDays = countDays(billedUntil, period.to, input.timezone);
 
   const baseFee =
-    !input.payInAdvance && input.action !== 'skip' && usedDays > 0
-      ? prorate(input.plan.amount_cents, usedDays, periodDays)
-      : null;
+    !input.payInAdvance && input.action !== 'skip' && usedDays > 0 ? prorate(input.plan.amount_cents, usedDays, periodDays) : null;
   const creditNoteAmount =
     input.payInAdvance && input.action === 'generate_credit_note' && wasBaseFeeInvoiced(at, input)
       ? creditAmount(input.plan.amount_cents, unusedDays, periodDays, input)

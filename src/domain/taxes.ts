@@ -116,10 +116,7 @@ function distinctById(taxes: readonly Tax[]): Tax[] {
  * The most specific level that has at least one tax wins outright; levels are never merged, so a
  * charge taxed at 5 % is not also taxed by the customer's 20 %.
  */
-export function resolveFeeTaxes(
-  fee: FeeTaxKey,
-  sets: TaxSets,
-): { level: TaxLevel | null; taxes: Tax[] } {
+export function resolveFeeTaxes(fee: FeeTaxKey, sets: TaxSets): { level: TaxLevel | null; taxes: Tax[] } {
   for (const level of LEVELS_BY_FEE_TYPE[fee.fee_type]) {
     const taxes = taxesAtLevel(level, fee, sets);
     if (taxes.length > 0) return { level, taxes: distinctById(taxes) };

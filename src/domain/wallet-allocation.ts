@@ -47,22 +47,14 @@ export function isWalletUsable(wallet: AllocatableWallet, at: Date): boolean {
 
 function compareConsumptionOrder(a: AllocatableWallet, b: AllocatableWallet): number {
   // The id breaks the last tie so that the same wallets always pay the same way.
-  return (
-    a.priority - b.priority ||
-    a.createdAt.getTime() - b.createdAt.getTime() ||
-    (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
-  );
+  return a.priority - b.priority || a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
 
 /**
  * Allocates `amountDueCents` over the wallets. A non-positive amount due or balance pays nothing;
  * no amount is rounded, so the total equals the amount due exactly whenever the wallets can cover it.
  */
-export function allocateWallets(
-  amountDueCents: DecimalInput,
-  wallets: readonly AllocatableWallet[],
-  at: Date,
-): WalletAllocationResult {
+export function allocateWallets(amountDueCents: DecimalInput, wallets: readonly AllocatableWallet[], at: Date): WalletAllocationResult {
   const due = dec(amountDueCents);
   let remaining = due.greaterThan(0) ? due : new Dec(0);
   const allocations: WalletAllocation[] = [];

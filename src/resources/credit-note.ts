@@ -13,7 +13,9 @@ export const creditNoteResource = z
     organization_id: z.string(),
     customer_id: z.string(),
     invoice_id: z.string(),
-    number: z.string().describe('CN-<YYYYMMDD>-<4 digits>: the creation date in the organization time zone, per-organization daily sequence'),
+    number: z
+      .string()
+      .describe('CN-<YYYYMMDD>-<4 digits>: the creation date in the organization time zone, per-organization daily sequence'),
     sequential_id: z.number().int(),
     issuing_date: z.string().describe('The creation date in the organization time zone, YYYY-MM-DD'),
     currency: z.string(),

@@ -14,7 +14,9 @@ export const lifecycleEventPayload = z.object({
 
 export type LifecycleEventPayload = z.output<typeof lifecycleEventPayload>;
 
-export function toLifecycleEventPayload(event: Pick<LifecycleEventDoc, '_id' | 'type' | 'occurred_at' | 'organization_id' | 'object'>): LifecycleEventPayload {
+export function toLifecycleEventPayload(
+  event: Pick<LifecycleEventDoc, '_id' | 'type' | 'occurred_at' | 'organization_id' | 'object'>,
+): LifecycleEventPayload {
   return {
     id: event._id,
     type: event.type,

@@ -6,7 +6,11 @@ import { iso, nullableTimestamp, timestamp } from './format';
 
 export const SUBSCRIPTION_STATUSES = ['pending', 'active', 'canceled', 'terminated'] as const satisfies readonly SubscriptionStatus[];
 export const BILLING_TIMES = ['calendar', 'anniversary'] as const satisfies readonly SubscriptionDoc['billing_time'][];
-export const ON_TERMINATION_ACTIONS = ['generate_invoice', 'generate_credit_note', 'skip'] as const satisfies readonly OnTerminationAction[];
+export const ON_TERMINATION_ACTIONS = [
+  'generate_invoice',
+  'generate_credit_note',
+  'skip',
+] as const satisfies readonly OnTerminationAction[];
 
 export const subscriptionResource = z
   .object({

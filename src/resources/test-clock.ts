@@ -9,7 +9,9 @@ export const testClockResource = z
     organization_id: z.string(),
     name: z.string().nullable(),
     frozen_time: timestamp,
-    status: z.enum(['ready', 'advancing']).describe('advancing: an advance is under way; ready: every workflow of the clock caught up with frozen_time'),
+    status: z
+      .enum(['ready', 'advancing'])
+      .describe('advancing: an advance is under way; ready: every workflow of the clock caught up with frozen_time'),
     created_at: timestamp,
     updated_at: timestamp,
     deleted_at: nullableTimestamp,

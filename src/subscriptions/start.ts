@@ -14,7 +14,12 @@ export interface BillingTiming {
   progressiveCheckMs: number;
 }
 
-export function planSnapshot(plan: { _id: string; amount_cents: unknown; interval: PlanSnapshot['interval']; currency: string }): PlanSnapshot {
+export function planSnapshot(plan: {
+  _id: string;
+  amount_cents: unknown;
+  interval: PlanSnapshot['interval'];
+  currency: string;
+}): PlanSnapshot {
   return { id: plan._id, amount_cents: String(plan.amount_cents), interval: plan.interval, currency: plan.currency };
 }
 
@@ -52,7 +57,11 @@ export function initialState(doc: SubscriptionDoc, plan: PlanSnapshot, timezone:
 
 /** Starts the subscription's workflow; a running one is kept (idempotent). Returns whether it started one. */
 /** `clock`: the customer's test clock, when it is on one (its workflows then follow that clock). */
-export async function ensureSubscriptionWorkflow(temporal: TemporalClient, state: SubscriptionState, clock: ClockRef | null = null): Promise<boolean> {
+export async function ensureSubscriptionWorkflow(
+  temporal: TemporalClient,
+  state: SubscriptionState,
+  clock: ClockRef | null = null,
+): Promise<boolean> {
   try {
     await startSubscriptionWorkflow(temporal, { state, resumed: state.announced && state.status !== 'pending', clock });
     return true;

@@ -12,15 +12,7 @@ export const BillingStatus = defineSearchAttributeKey('BillingStatus', SearchAtt
 export const billingSearchAttributes = [BillingOrganizationId, BillingCustomerId, BillingEntityType, BillingStatus] as const;
 
 export type BillingEntityTypeValue =
-  | 'subscription'
-  | 'invoice'
-  | 'payment'
-  | 'wallet'
-  | 'dunning_campaign'
-  | 'payment_request'
-  | 'webhook'
-  | 'diagnostic'
-  | 'test_clock';
+  'subscription' | 'invoice' | 'payment' | 'wallet' | 'dunning_campaign' | 'payment_request' | 'webhook' | 'diagnostic' | 'test_clock';
 
 /** The typed search attributes of an entity workflow at start. */
 export function entitySearchAttributes(attrs: {

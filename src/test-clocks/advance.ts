@@ -21,7 +21,15 @@ export async function startClockAdvance(deps: TestClockDeps, clock: TestClockDoc
   const { TestClock } = deps.db.models;
   const moved = await TestClock.findOneAndUpdate(
     { _id: clock._id, organization_id: clock.organization_id, deleted_at: null, status: 'ready', frozen_time: { $lt: target } },
-    { $set: { status: 'advancing', frozen_time: target, workflows_time: clock.frozen_time, advance_started_at: new Date(), updated_at: new Date() } },
+    {
+      $set: {
+        status: 'advancing',
+        frozen_time: target,
+        workflows_time: clock.frozen_time,
+        advance_started_at: new Date(),
+        updated_at: new Date(),
+      },
+    },
     { returnDocument: 'after' },
   ).lean();
   if (!moved) {
@@ -30,10 +38,17 @@ export async function startClockAdvance(deps: TestClockDeps, clock: TestClockDoc
     throw Validation.field('frozen_time', `must be after the clock's frozen_time (${(current ?? clock).frozen_time.toISOString()})`);
   }
   try {
-    await startTestClockAdvanceWorkflow(deps.temporal, { clockId: clock._id, target: target.toISOString(), from: clock.frozen_time.toISOString() }, clock.organization_id);
+    await startTestClockAdvanceWorkflow(
+      deps.temporal,
+      { clockId: clock._id, target: target.toISOString(), from: clock.frozen_time.toISOString() },
+      clock.organization_id,
+    );
   } catch (err) {
     // Nothing will drive the clock: give it back (its workflows already follow the new time only once told).
-    await TestClock.updateOne({ _id: clock._id, status: 'advancing' }, { $set: { status: 'ready', frozen_time: clock.frozen_time, workflows_time: null, advance_started_at: null } });
+    await TestClock.updateOne(
+      { _id: clock._id, status: 'advancing' },
+      { $set: { status: 'ready', frozen_time: clock.frozen_time, workflows_time: null, advance_started_at: null } },
+    );
     throw err;
   }
   return moved;
@@ -45,7 +60,10 @@ export async function clockWorkflowIds(db: Db, clockId: string): Promise<string[
   if (customers.length === 0) return [];
   const [subscriptions, invoices, wallets] = await Promise.all([
     db.models.Subscription.find({ customer_id: { $in: customers }, status: { $in: ['pending', 'active'] } }, { _id: 1 }).lean(),
-    db.models.Invoice.find({ customer_id: { $in: customers }, status: { $in: ['draft', 'finalized'] }, deleted_at: null }, { _id: 1 }).lean(),
+    db.models.Invoice.find(
+      { customer_id: { $in: customers }, status: { $in: ['draft', 'finalized'] }, deleted_at: null },
+      { _id: 1 },
+    ).lean(),
     db.models.Wallet.find({ customer_id: { $in: customers }, status: 'active' }, { _id: 1 }).lean(),
   ]);
   return [
@@ -81,7 +99,8 @@ export async function deliverClockTime(deps: TestClockDeps, ids: string[], at: s
         const answer = await deps.temporal.client.workflow.getHandle(id).executeUpdate(advanceTestClockUpdate, { args: [at] });
         round.confirmed.push(id);
         if (answer.due) round.due = true;
-        if (answer.nextWakeAt && (round.nextWakeAt === null || Date.parse(answer.nextWakeAt) < Date.parse(round.nextWakeAt))) round.nextWakeAt = answer.nextWakeAt;
+        if (answer.nextWakeAt && (round.nextWakeAt === null || Date.parse(answer.nextWakeAt) < Date.parse(round.nextWakeAt)))
+          round.nextWakeAt = answer.nextWakeAt;
       } catch (err) {
         if (!isGone(err)) throw err;
       }

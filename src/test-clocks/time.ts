@@ -15,7 +15,10 @@ export interface ClockRef {
  */
 export async function clockOfCustomer(db: Db, customer: { test_clock_id?: string | null }): Promise<ClockRef | null> {
   if (!customer.test_clock_id) return null;
-  const clock = await db.models.TestClock.findOne({ _id: customer.test_clock_id, deleted_at: null }, { frozen_time: 1, workflows_time: 1 }).lean();
+  const clock = await db.models.TestClock.findOne(
+    { _id: customer.test_clock_id, deleted_at: null },
+    { frozen_time: 1, workflows_time: 1 },
+  ).lean();
   return clock ? { id: clock._id, now: (clock.workflows_time ?? clock.frozen_time).toISOString() } : null;
 }
 

@@ -105,7 +105,12 @@ export class Ingestor {
     inputs.forEach((input, index) => {
       const metric = metrics.get(input.code);
       if (!metric) {
-        outcomes[index] = { status: 'invalid', code: 'billable_metric_not_found', path: 'code', message: `no billable metric "${input.code}"` };
+        outcomes[index] = {
+          status: 'invalid',
+          code: 'billable_metric_not_found',
+          path: 'code',
+          message: `no billable metric "${input.code}"`,
+        };
         return;
       }
       const customer = customerByExternalId.get(input.external_customer_id);
@@ -124,7 +129,12 @@ export class Ingestor {
       if (customer.test_clock_id) {
         const clockTime = clockTimes.get(customer.test_clock_id);
         if (!clockTime) {
-          outcomes[index] = { status: 'invalid', code: 'customer_not_found', path: 'external_customer_id', message: "the customer's test clock is deleted" };
+          outcomes[index] = {
+            status: 'invalid',
+            code: 'customer_not_found',
+            path: 'external_customer_id',
+            message: "the customer's test clock is deleted",
+          };
           return;
         }
         if (input.timestamp && input.timestamp.getTime() > clockTime.getTime()) {
@@ -223,7 +233,10 @@ export class Ingestor {
 
   /** Adds the stored events to daily_usage: one upsert per (subscription, metric, day, dimensions). */
   private async rollUp(stored: { doc: EventDoc; metric: MetricView; timezone: string }[]): Promise<void> {
-    const rows = new Map<string, { filter: Record<string, unknown>; combine: 'add' | 'max'; value: Dec; count: number; insert: Record<string, unknown> }>();
+    const rows = new Map<
+      string,
+      { filter: Record<string, unknown>; combine: 'add' | 'max'; value: Dec; count: number; insert: Record<string, unknown> }
+    >();
     const rolledIds: string[] = [];
     // One reader per metric for the whole batch: an expression is parsed once, not per event.
     const readers = new Map<string, ReturnType<typeof dailyContributionReader> | null>();
@@ -268,8 +281,17 @@ export class Ingestor {
           filter: row.filter,
           update:
             row.combine === 'add'
-              ? { $inc: { usage_value: toDecimal128(row.value), events_count: row.count }, $setOnInsert: row.insert, $set: { updated_at: new Date() } }
-              : { $max: { usage_value: toDecimal128(row.value) }, $inc: { events_count: row.count }, $setOnInsert: row.insert, $set: { updated_at: new Date() } },
+              ? {
+                  $inc: { usage_value: toDecimal128(row.value), events_count: row.count },
+                  $setOnInsert: row.insert,
+                  $set: { updated_at: new Date() },
+                }
+              : {
+                  $max: { usage_value: toDecimal128(row.value) },
+                  $inc: { events_count: row.count },
+                  $setOnInsert: row.insert,
+                  $set: { updated_at: new Date() },
+                },
           upsert: true,
         },
       }));

@@ -51,9 +51,13 @@ function needsEvents(charge: ChargeView): boolean {
   if (charge.charge_model === 'dynamic') return true;
   if (charge.charge_model === 'percentage') {
     const p = charge.properties;
-    return ['fixed_amount', 'free_units_per_events', 'free_units_per_total_aggregation', 'per_transaction_min_amount', 'per_transaction_max_amount'].some(
-      (key) => p[key] !== undefined && p[key] !== null,
-    );
+    return [
+      'fixed_amount',
+      'free_units_per_events',
+      'free_units_per_total_aggregation',
+      'per_transaction_min_amount',
+      'per_transaction_max_amount',
+    ].some((key) => p[key] !== undefined && p[key] !== null);
   }
   return false;
 }
@@ -62,7 +66,12 @@ function emptyAggregation(): AggregationResult {
   return { units: new Dec(0), eventsCount: 0, perEventValues: [], events: [] };
 }
 
-export async function computeChargeUsage(db: Db, plan: PlanView, metrics: Map<string, MetricView>, range: UsageRange): Promise<ChargeUsage[]> {
+export async function computeChargeUsage(
+  db: Db,
+  plan: PlanView,
+  metrics: Map<string, MetricView>,
+  range: UsageRange,
+): Promise<ChargeUsage[]> {
   return Promise.all(
     plan.charges.map(async (charge) => {
       const metric = metrics.get(charge.billable_metric_id);
@@ -73,8 +82,8 @@ export async function computeChargeUsage(db: Db, plan: PlanView, metrics: Map<st
       const aggregations = skip
         ? { default: emptyAggregation(), filters: charge.filters.map(() => emptyAggregation()) }
         : useDaily
-        ? await fromDailyRows(db, charge, metric, { ...range, from })
-        : await fromEvents(db, charge, metric, { ...range, from });
+          ? await fromDailyRows(db, charge, metric, { ...range, from })
+          : await fromEvents(db, charge, metric, { ...range, from });
       const fees = computeChargeFees(
         {
           charge_model: charge.charge_model,
@@ -109,7 +118,11 @@ async function loadEvents(db: Db, range: UsageRange, metric: MetricView, from: D
       { projection: { transaction_id: 1, timestamp: 1, properties: 1 } },
     )
     .toArray();
-  return docs.map((d) => ({ transactionId: d.transaction_id as string, timestamp: d.timestamp as Date, properties: (d.properties ?? {}) as Record<string, unknown> }));
+  return docs.map((d) => ({
+    transactionId: d.transaction_id as string,
+    timestamp: d.timestamp as Date,
+    properties: (d.properties ?? {}) as Record<string, unknown>,
+  }));
 }
 
 async function fromEvents(db: Db, charge: ChargeView, metric: MetricView, range: UsageRange) {
@@ -120,7 +133,11 @@ async function fromEvents(db: Db, charge: ChargeView, metric: MetricView, range:
     const index = bucketOf(charge, event.properties);
     (index === null ? fallback : buckets[index]!).push(event);
   }
-  const context = { from: range.from, to: range.to, ...(range.now && metric.aggregation_type === 'weighted_sum' ? { now: range.now } : {}) };
+  const context = {
+    from: range.from,
+    to: range.to,
+    ...(range.now && metric.aggregation_type === 'weighted_sum' ? { now: range.now } : {}),
+  };
   return {
     default: aggregate(metric, fallback, context),
     filters: buckets.map((list) => aggregate(metric, list, context)),
@@ -131,9 +148,10 @@ async function fromDailyRows(db: Db, charge: ChargeView, metric: MetricView, ran
   // Whole local days between the first midnight at or after `from` and the last midnight at or
   // before `to` come from the daily rows; a partial first or last day (a subscription or trial
   // starting mid-day, a termination mid-day) is read raw.
-  const firstMidnight = startOfLocalDay(range.from, range.timezone).getTime() === range.from.getTime()
-    ? range.from
-    : startOfNextLocalDay(range.from, range.timezone);
+  const firstMidnight =
+    startOfLocalDay(range.from, range.timezone).getTime() === range.from.getTime()
+      ? range.from
+      : startOfNextLocalDay(range.from, range.timezone);
   const lastMidnight = startOfLocalDay(range.to, range.timezone);
   const wholeDays = firstMidnight < lastMidnight;
   const partialRanges: [Date, Date][] = wholeDays
@@ -174,8 +192,14 @@ async function fromDailyRows(db: Db, charge: ChargeView, metric: MetricView, ran
     (index === null ? partialFallback : partialBuckets[index]!).push(event);
   }
   const combine = (rowsOfBucket: (typeof rowBuckets)[number], events: UsageEvent[]): AggregationResult => {
-    const extra = events.length > 0 ? aggregate({ ...metric, rounding_function: null, rounding_precision: null }, events, { from: range.from, to: range.to }) : null;
-    const all = extra && extra.eventsCount > 0 ? [...rowsOfBucket, { usage_date: 'partial', usage_value: extra.units, events_count: extra.eventsCount }] : rowsOfBucket;
+    const extra =
+      events.length > 0
+        ? aggregate({ ...metric, rounding_function: null, rounding_precision: null }, events, { from: range.from, to: range.to })
+        : null;
+    const all =
+      extra && extra.eventsCount > 0
+        ? [...rowsOfBucket, { usage_date: 'partial', usage_value: extra.units, events_count: extra.eventsCount }]
+        : rowsOfBucket;
     if (all.length === 0) return emptyAggregation();
     return { ...aggregateDailyRows(metric, all), perEventValues: [] };
   };

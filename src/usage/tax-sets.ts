@@ -37,9 +37,13 @@ export async function loadTaxSets(
   const byId = new Map(taxes.map((t) => [t._id, t]));
   const toTax = (t: TaxRow): Tax => ({ id: t._id, code: t.code, rate: fromDecimal128(t.rate)! });
   const level = (type: string, id: string): Tax[] =>
-    applied.filter((a) => a.taxable_type === type && a.taxable_id === id).flatMap((a) => (byId.has(a.tax_id) ? [toTax(byId.get(a.tax_id)!)] : []));
+    applied
+      .filter((a) => a.taxable_type === type && a.taxable_id === id)
+      .flatMap((a) => (byId.has(a.tax_id) ? [toTax(byId.get(a.tax_id)!)] : []));
   return {
-    organization: taxes.filter((t) => t.applied_to_organization).map((t): OrganizationTax => ({ ...toTax(t), applied_to_organization: true })),
+    organization: taxes
+      .filter((t) => t.applied_to_organization)
+      .map((t): OrganizationTax => ({ ...toTax(t), applied_to_organization: true })),
     customer: level('customer', scope.customerId),
     plan: scope.planId ? level('plan', scope.planId) : [],
     charges: Object.fromEntries((scope.chargeIds ?? []).map((id) => [id, level('charge', id)])),

@@ -26,7 +26,8 @@ const api = {
   create: (payload: unknown, headers: Headers = org.headers) => inject('POST', '/v1/add_ons', headers, payload),
   get: (id: string, headers: Headers = org.headers) => inject('GET', `/v1/add_ons/${encodeURIComponent(id)}`, headers),
   list: (query = '', headers: Headers = org.headers) => inject('GET', `/v1/add_ons${query}`, headers),
-  update: (id: string, payload: unknown, headers: Headers = org.headers) => inject('PUT', `/v1/add_ons/${encodeURIComponent(id)}`, headers, payload),
+  update: (id: string, payload: unknown, headers: Headers = org.headers) =>
+    inject('PUT', `/v1/add_ons/${encodeURIComponent(id)}`, headers, payload),
   remove: (id: string, headers: Headers = org.headers) => inject('DELETE', `/v1/add_ons/${encodeURIComponent(id)}`, headers),
 };
 
@@ -149,7 +150,10 @@ describe('validation', () => {
   });
 
   it('is 422 naming each unknown field', async () => {
-    const body = expectUnknownFields(await api.create({ code: nextCode(), name: 'x', amount_cents: 1, currency: 'USD', units: 2 }), ['currency', 'units']);
+    const body = expectUnknownFields(await api.create({ code: nextCode(), name: 'x', amount_cents: 1, currency: 'USD', units: 2 }), [
+      'currency',
+      'units',
+    ]);
     expect(body.errors.map((e) => e.path).sort()).toEqual(['currency', 'units']);
   });
 });

@@ -111,7 +111,11 @@ describe('revocation', () => {
 
   it('a key can revoke itself; its next request is 401', async () => {
     const key = await createKey();
-    const del = await stack.app.inject({ method: 'DELETE', url: `/v1/organizations/current/api_keys/${key.id}`, headers: bearer(key.raw_key) });
+    const del = await stack.app.inject({
+      method: 'DELETE',
+      url: `/v1/organizations/current/api_keys/${key.id}`,
+      headers: bearer(key.raw_key),
+    });
     expect(del.statusCode, del.body).toBe(200);
     expect(del.json<ApiKeyResource>().status).toBe('revoked');
     expectError(await get('/v1/organizations/current', bearer(key.raw_key)), 401, 'unauthorized');
@@ -119,7 +123,11 @@ describe('revocation', () => {
 
   it("cannot revoke another organization's key (404), which keeps working", async () => {
     const other = await createOrganization(stack.app, { name: 'Victim Org' });
-    const del = await stack.app.inject({ method: 'DELETE', url: `/v1/organizations/current/api_keys/${other.apiKeyId}`, headers: org.headers });
+    const del = await stack.app.inject({
+      method: 'DELETE',
+      url: `/v1/organizations/current/api_keys/${other.apiKeyId}`,
+      headers: org.headers,
+    });
     expectError(del, 404, 'not_found');
     expect((await get('/v1/customers', other.headers)).statusCode).toBe(200);
     const stored = await stack.db.models.ApiKey.findById(other.apiKeyId).lean();

@@ -113,7 +113,9 @@ describe('create and read', () => {
     const res = await api.create(payload);
     expect(res.statusCode, res.body).toBe(201);
     expect(res.json()).toMatchObject(payload);
-    const stored = await stack.db.connection.collection('billable_metrics').findOne({ _id: res.json<BillableMetricResource>().id } as never);
+    const stored = await stack.db.connection
+      .collection('billable_metrics')
+      .findOne({ _id: res.json<BillableMetricResource>().id } as never);
     expect(stored).toMatchObject({ ...payload, organization_id: org.id, deleted_at: null });
   });
 
@@ -134,7 +136,11 @@ describe('create and read', () => {
 
   it('gets a metric by id and by code, with or without a trailing slash', async () => {
     const metric = await createMetric({ name: 'Lookup' });
-    for (const url of [`/v1/billable_metrics/${metric.id}`, `/v1/billable_metrics/${metric.code}`, `/v1/billable_metrics/${metric.code}/`]) {
+    for (const url of [
+      `/v1/billable_metrics/${metric.id}`,
+      `/v1/billable_metrics/${metric.code}`,
+      `/v1/billable_metrics/${metric.code}/`,
+    ]) {
       const res = await stack.app.inject({ method: 'GET', url, headers: org.headers });
       expect(res.statusCode, url).toBe(200);
       expect(res.json()).toEqual(metric);
@@ -167,7 +173,12 @@ describe('list', () => {
 
   beforeAll(async () => {
     own = await createOrganization(stack.app, { name: 'List Org' });
-    for (const [type, recurring] of [['count', false], ['sum', true], ['max', false], ['sum', false]] as const) {
+    for (const [type, recurring] of [
+      ['count', false],
+      ['sum', true],
+      ['max', false],
+      ['sum', false],
+    ] as const) {
       made.push(await createMetric({ aggregation_type: type, field_name: type === 'count' ? undefined : 'v', recurring }, own.headers));
       await sleep(3);
     }
@@ -228,7 +239,13 @@ describe('validation', () => {
     ['a filter value that is not a string', { filters: [{ key: 'region', values: [1] }] }, 'filters.0.values.0'],
     [
       'a duplicate filter key',
-      { filters: [{ key: 'region', values: ['eu'] }, { key: 'tier', values: ['a'] }, { key: 'region', values: ['us'] }] },
+      {
+        filters: [
+          { key: 'region', values: ['eu'] },
+          { key: 'tier', values: ['a'] },
+          { key: 'region', values: ['us'] },
+        ],
+      },
       'filters.2.key',
     ],
     ['a filter with an unknown field', { filters: [{ key: 'region', values: ['eu'], value: 'x' }] }, 'filters.0.value'],
@@ -247,15 +264,18 @@ describe('validation', () => {
   ])("is 422 naming expression with the parser's message for %s", async (_name, expression) => {
     const parsed = parseExpression(expression);
     expect(parsed.ok).toBe(false);
-    const body = expectValidationError(await api.create({ code: nextCode('expr'), name: 'E', aggregation_type: 'sum', field_name: 'cpu', expression }), 'expression');
+    const body = expectValidationError(
+      await api.create({ code: nextCode('expr'), name: 'E', aggregation_type: 'sum', field_name: 'cpu', expression }),
+      'expression',
+    );
     expect(body.errors).toContainEqual({ path: 'expression', message: (parsed as { message: string }).message });
   });
 
   it('names each unknown field', async () => {
-    const body = expectUnknownFields(await api.create({ code: nextCode(), name: 'x', aggregation_type: 'count', agregation: 1, organization_id: 'x' }), [
-      'agregation',
-      'organization_id',
-    ]);
+    const body = expectUnknownFields(
+      await api.create({ code: nextCode(), name: 'x', aggregation_type: 'count', agregation: 1, organization_id: 'x' }),
+      ['agregation', 'organization_id'],
+    );
     expect(body.errors.map((e) => e.path).sort()).toEqual(['agregation', 'organization_id']);
   });
 });
@@ -294,10 +314,23 @@ describe('update', () => {
   });
 
   it('sets nullable fields back to null and a blank expression to null', async () => {
-    const metric = await createMetric({ aggregation_type: 'sum', field_name: 'gb', description: 'd', expression: 'gb * 2', rounding_function: 'floor', rounding_precision: 1 });
+    const metric = await createMetric({
+      aggregation_type: 'sum',
+      field_name: 'gb',
+      description: 'd',
+      expression: 'gb * 2',
+      rounding_function: 'floor',
+      rounding_precision: 1,
+    });
     const res = await api.update(metric.id, { description: null, expression: ' ', rounding_function: null, rounding_precision: null });
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json()).toMatchObject({ description: null, expression: null, rounding_function: null, rounding_precision: null, field_name: 'gb' });
+    expect(res.json()).toMatchObject({
+      description: null,
+      expression: null,
+      rounding_function: null,
+      rounding_precision: null,
+      field_name: 'gb',
+    });
   });
 
   it('applies the aggregation rules to the metric as it will be', async () => {
@@ -319,7 +352,15 @@ describe('update', () => {
   it('validates PUT bodies: unknown fields, filters, types', async () => {
     const metric = await createMetric();
     expectUnknownFields(await api.update(metric.id, { colour: 'blue' }), ['colour']);
-    expectValidationError(await api.update(metric.id, { filters: [{ key: 'a', values: ['x'] }, { key: 'a', values: ['y'] }] }), 'filters.1.key');
+    expectValidationError(
+      await api.update(metric.id, {
+        filters: [
+          { key: 'a', values: ['x'] },
+          { key: 'a', values: ['y'] },
+        ],
+      }),
+      'filters.1.key',
+    );
     expectValidationError(await api.update(metric.id, { recurring: 'yes' }), 'recurring');
     expect((await api.get(metric.id)).json()).toEqual(metric);
   });
@@ -355,16 +396,35 @@ describe('update', () => {
     });
 
     it('refuses to remove filter values a charge filter uses; adding and removing unused ones is fine', async () => {
-      const metric = await createMetric({ filters: [{ key: 'region', values: ['eu', 'us', 'apac'] }, { key: 'tier', values: ['hot'] }] });
+      const metric = await createMetric({
+        filters: [
+          { key: 'region', values: ['eu', 'us', 'apac'] },
+          { key: 'tier', values: ['hot'] },
+        ],
+      });
       await insertPlan(org.id, [{ billable_metric_id: metric.id, filters: [{ region: ['eu'] }, { tier: ['__ALL_FILTER_VALUES__'] }] }]);
 
-      const removeEu = expectError(await api.update(metric.id, { filters: [{ key: 'region', values: ['us'] }, { key: 'tier', values: ['hot'] }] }), 400, 'resource_in_use');
+      const removeEu = expectError(
+        await api.update(metric.id, {
+          filters: [
+            { key: 'region', values: ['us'] },
+            { key: 'tier', values: ['hot'] },
+          ],
+        }),
+        400,
+        'resource_in_use',
+      );
       expect(removeEu.message).toContain('region=eu');
       const removeTier = expectError(await api.update(metric.id, { filters: [{ key: 'region', values: ['eu'] }] }), 400, 'resource_in_use');
       expect(removeTier.message).toContain('tier');
       expect((await api.get(metric.id)).json<BillableMetricResource>().filters).toEqual(metric.filters);
 
-      const res = await api.update(metric.id, { filters: [{ key: 'region', values: ['eu', 'latam'] }, { key: 'tier', values: ['cold'] }] });
+      const res = await api.update(metric.id, {
+        filters: [
+          { key: 'region', values: ['eu', 'latam'] },
+          { key: 'tier', values: ['cold'] },
+        ],
+      });
       expect(res.statusCode, res.body).toBe(200);
       expect(res.json<BillableMetricResource>().filters).toEqual([
         { key: 'region', values: ['eu', 'latam'] },

@@ -72,8 +72,17 @@ describe('create and list', () => {
 
   it('addresses the plan by code, defaults commitment_type and keeps the display name', async () => {
     const plan = await createPlan();
-    const commitment = await createCommitment(plan.code, { commitment_type: undefined, amount_cents: '1234.5', invoice_display_name: 'Minimum spend' });
-    expect(commitment).toMatchObject({ plan_id: plan.id, commitment_type: 'minimum_commitment', amount_cents: '1234.5000', invoice_display_name: 'Minimum spend' });
+    const commitment = await createCommitment(plan.code, {
+      commitment_type: undefined,
+      amount_cents: '1234.5',
+      invoice_display_name: 'Minimum spend',
+    });
+    expect(commitment).toMatchObject({
+      plan_id: plan.id,
+      commitment_type: 'minimum_commitment',
+      amount_cents: '1234.5000',
+      invoice_display_name: 'Minimum spend',
+    });
     const list = await api.list(plan.code);
     expect(list.statusCode).toBe(200);
     expect(list.json()).toEqual([commitment]);
@@ -158,7 +167,12 @@ describe('update and delete', () => {
     expect(updated.created_at).toBe(commitment.created_at);
     expect(Date.parse(updated.updated_at)).toBeGreaterThan(Date.parse(commitment.updated_at));
     expect((await api.list(plan.id)).json()).toEqual([updated]);
-    const trailing = await stack.app.inject({ method: 'PUT', url: `/v1/commitments/${commitment.id}/`, headers: org.headers, payload: { invoice_display_name: null } });
+    const trailing = await stack.app.inject({
+      method: 'PUT',
+      url: `/v1/commitments/${commitment.id}/`,
+      headers: org.headers,
+      payload: { invoice_display_name: null },
+    });
     expect(trailing.json<CommitmentResource>()).toMatchObject({ amount_cents: '7500.2500', invoice_display_name: null });
     expectValidationError(await api.update(commitment.id, { amount_cents: 0 }), 'amount_cents');
   });

@@ -121,7 +121,12 @@ describe('pagination', () => {
     const created: string[] = [];
     for (let i = 0; i < 3; i += 1) {
       await new Promise((r) => setTimeout(r, 3));
-      const res = await stack.app.inject({ method: 'POST', url: '/v1/customers', headers: fresh.headers, payload: { external_id: `api-${i}` } });
+      const res = await stack.app.inject({
+        method: 'POST',
+        url: '/v1/customers',
+        headers: fresh.headers,
+        payload: { external_id: `api-${i}` },
+      });
       created.push(res.json<CustomerResource>().external_id);
     }
     const res = await get('/v1/customers', fresh.headers);
@@ -195,7 +200,12 @@ describe('routing', () => {
   });
 
   it('answers every path with or without a trailing slash', async () => {
-    const created = await stack.app.inject({ method: 'POST', url: '/v1/customers/', headers: org.headers, payload: { external_id: 'slash' } });
+    const created = await stack.app.inject({
+      method: 'POST',
+      url: '/v1/customers/',
+      headers: org.headers,
+      payload: { external_id: 'slash' },
+    });
     expect(created.statusCode, created.body).toBe(201);
     const customer = created.json<CustomerResource>();
 
@@ -208,7 +218,12 @@ describe('routing', () => {
     expect(one.statusCode).toBe(200);
     expect(one.json<CustomerResource>().id).toBe(customer.id);
 
-    const put = await stack.app.inject({ method: 'PUT', url: `/v1/customers/${customer.id}/`, headers: org.headers, payload: { name: 'S' } });
+    const put = await stack.app.inject({
+      method: 'PUT',
+      url: `/v1/customers/${customer.id}/`,
+      headers: org.headers,
+      payload: { name: 'S' },
+    });
     expect(put.statusCode, put.body).toBe(200);
 
     expect((await get('/v1/organizations/current/')).statusCode).toBe(200);
@@ -235,7 +250,12 @@ describe('request ids', () => {
       await get('/v1/customers?limit=0'),
       await get('/v1/customers/00000000-0000-4000-8000-000000000000'),
       await get('/v1/nowhere'),
-      await stack.app.inject({ method: 'POST', url: '/v1/customers', headers: { ...org.headers, 'content-type': 'application/json' }, payload: '{' }),
+      await stack.app.inject({
+        method: 'POST',
+        url: '/v1/customers',
+        headers: { ...org.headers, 'content-type': 'application/json' },
+        payload: '{',
+      }),
     ];
     const ids = responses.map((res) => {
       expect(res.statusCode).toBeGreaterThanOrEqual(400);
@@ -334,7 +354,13 @@ describe('OpenAPI document', () => {
   });
 
   it('documents the resource paths', () => {
-    for (const path of ['/v1/customers', '/v1/customers/{id}', '/v1/organizations', '/v1/organizations/current', '/v1/organizations/current/api_keys']) {
+    for (const path of [
+      '/v1/customers',
+      '/v1/customers/{id}',
+      '/v1/organizations',
+      '/v1/organizations/current',
+      '/v1/organizations/current/api_keys',
+    ]) {
       expect(Object.keys(doc.paths)).toContain(path);
     }
     expect(Object.keys(doc.paths['/v1/customers/{id}']!).sort()).toEqual(['delete', 'get', 'put']);

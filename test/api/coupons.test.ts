@@ -186,7 +186,9 @@ describe('coupons: validation', () => {
   });
 
   it('is 422 with an unknown field', async () => {
-    const body = expectUnknownFields(await api.create({ code: nextCode(), name: 'x', ...percentage, expiration: 'no_expiration' }), ['expiration']);
+    const body = expectUnknownFields(await api.create({ code: nextCode(), name: 'x', ...percentage, expiration: 'no_expiration' }), [
+      'expiration',
+    ]);
     expect(body.errors.map((e) => e.path)).toEqual(['expiration']);
   });
 });
@@ -198,7 +200,14 @@ describe('coupons: update and terminate', () => {
     const res = await api.update(coupon.code, { name: 'Renamed', percentage_rate: '15', description: 'd' });
     expect(res.statusCode, res.body).toBe(200);
     const updated = res.json<CouponResource>();
-    expect(updated).toMatchObject({ id: coupon.id, name: 'Renamed', percentage_rate: '15', description: 'd', frequency: 'forever', coupon_type: 'percentage' });
+    expect(updated).toMatchObject({
+      id: coupon.id,
+      name: 'Renamed',
+      percentage_rate: '15',
+      description: 'd',
+      frequency: 'forever',
+      coupon_type: 'percentage',
+    });
     expect(updated.created_at).toBe(coupon.created_at);
     expect(Date.parse(updated.updated_at)).toBeGreaterThan(Date.parse(coupon.updated_at));
     expect((await api.get(coupon.id)).json()).toEqual(updated);
@@ -206,9 +215,21 @@ describe('coupons: update and terminate', () => {
 
   it('drops the terms of the old type or frequency when they change', async () => {
     const coupon = await createCoupon({ ...percentage, frequency: 'recurring', frequency_duration: 3 });
-    const res = await api.update(coupon.id, { coupon_type: 'fixed_amount', amount_cents: 500, amount_currency: 'USD', frequency: 'forever' });
+    const res = await api.update(coupon.id, {
+      coupon_type: 'fixed_amount',
+      amount_cents: 500,
+      amount_currency: 'USD',
+      frequency: 'forever',
+    });
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json()).toMatchObject({ coupon_type: 'fixed_amount', amount_cents: '500.0000', amount_currency: 'USD', percentage_rate: null, frequency: 'forever', frequency_duration: null });
+    expect(res.json()).toMatchObject({
+      coupon_type: 'fixed_amount',
+      amount_cents: '500.0000',
+      amount_currency: 'USD',
+      percentage_rate: null,
+      frequency: 'forever',
+      frequency_duration: null,
+    });
   });
 
   it('is 422 when the update breaks a cross-field rule, and changes nothing', async () => {
@@ -277,9 +298,21 @@ describe('apply', () => {
     const coupon = await createCoupon({ ...fixed, frequency: 'recurring', frequency_duration: 6 });
     const customer = await createCustomer();
     const plain = await apply(coupon.code, customer.id);
-    expect(plain).toMatchObject({ amount_cents: '1000.0000', amount_currency: 'USD', percentage_rate: null, frequency: 'recurring', frequency_duration: 6, frequency_duration_remaining: 6 });
+    expect(plain).toMatchObject({
+      amount_cents: '1000.0000',
+      amount_currency: 'USD',
+      percentage_rate: null,
+      frequency: 'recurring',
+      frequency_duration: 6,
+      frequency_duration_remaining: 6,
+    });
     const custom = await apply(coupon.code, customer.id, { amount_cents: '250.25', frequency_duration: 2 });
-    expect(custom).toMatchObject({ amount_cents: '250.2500', amount_currency: 'USD', frequency_duration: 2, frequency_duration_remaining: 2 });
+    expect(custom).toMatchObject({
+      amount_cents: '250.2500',
+      amount_currency: 'USD',
+      frequency_duration: 2,
+      frequency_duration_remaining: 2,
+    });
     const stored = await stack.db.connection.collection('applied_coupons').findOne({ _id: custom.id as never });
     expect(stored!.amount_cents.constructor.name).toBe('Decimal128');
   });
@@ -296,7 +329,12 @@ describe('apply', () => {
     ['a frequency_duration on a once coupon', fixed, { frequency_duration: 2 }, 'frequency_duration'],
     ['a percentage_rate above 100', percentage, { percentage_rate: 101 }, 'percentage_rate'],
     ['an amount_cents of 0', fixed, { amount_cents: 0 }, 'amount_cents'],
-    ['a frequency_duration of 0', { ...percentage, frequency: 'recurring', frequency_duration: 1 }, { frequency_duration: 0 }, 'frequency_duration'],
+    [
+      'a frequency_duration of 0',
+      { ...percentage, frequency: 'recurring', frequency_duration: 1 },
+      { frequency_duration: 0 },
+      'frequency_duration',
+    ],
   ])('is 422 for an override that does not fit: %s', async (_what, couponPayload, overrides, path) => {
     const coupon = await createCoupon(couponPayload);
     const customer = await createCustomer();
@@ -309,7 +347,10 @@ describe('apply', () => {
     const euro = await createCustomer('EUR');
     const body = expectValidationError(await api.apply({ coupon_code: coupon.code, customer_id: euro.id }), 'amount_currency');
     expect(body.message).toContain('EUR');
-    expectValidationError(await api.apply({ coupon_code: coupon.code, customer_id: (await createCustomer()).id, amount_currency: 'EUR' }), 'amount_currency');
+    expectValidationError(
+      await api.apply({ coupon_code: coupon.code, customer_id: (await createCustomer()).id, amount_currency: 'EUR' }),
+      'amount_currency',
+    );
     // An override to the customer's currency makes it fit; a percentage coupon has no currency.
     expect((await apply(coupon.code, euro.id, { amount_currency: 'EUR' })).amount_currency).toBe('EUR');
     expect((await apply((await createCoupon(percentage)).code, euro.id)).status).toBe('active');

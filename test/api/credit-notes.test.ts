@@ -29,14 +29,20 @@ const api = {
     stack.app.inject({ method: 'POST', url: '/v1/credit_notes', headers, payload: payload as Record<string, unknown> }),
   get: (id: string, headers: Headers = org.headers) => stack.app.inject({ method: 'GET', url: `/v1/credit_notes/${id}`, headers }),
   list: (query = '', headers: Headers = org.headers) => stack.app.inject({ method: 'GET', url: `/v1/credit_notes${query}`, headers }),
-  finalize: (id: string, headers: Headers = org.headers) => stack.app.inject({ method: 'POST', url: `/v1/credit_notes/${id}/finalize`, headers }),
+  finalize: (id: string, headers: Headers = org.headers) =>
+    stack.app.inject({ method: 'POST', url: `/v1/credit_notes/${id}/finalize`, headers }),
   void: (id: string, headers: Headers = org.headers) => stack.app.inject({ method: 'POST', url: `/v1/credit_notes/${id}/void`, headers }),
 };
 
 const D = (v: Decimal.Value) => Types.Decimal128.fromString(new Decimal(v).toFixed());
 
 async function createCustomer(owner: TestOrganization): Promise<{ id: string; external_id: string }> {
-  const res = await stack.app.inject({ method: 'POST', url: '/v1/customers', headers: owner.headers, payload: { external_id: `cus_${randomUUID()}`, currency: 'USD' } });
+  const res = await stack.app.inject({
+    method: 'POST',
+    url: '/v1/customers',
+    headers: owner.headers,
+    payload: { external_id: `cus_${randomUUID()}`, currency: 'USD' },
+  });
   expect(res.statusCode, res.body).toBe(201);
   return res.json();
 }
@@ -104,7 +110,11 @@ describe('create and read', () => {
   it('creates a draft with its number, items and money as 4-digit strings', async () => {
     clock = new Date('2026-03-05T08:00:00.000Z');
     const { invoice, fee } = await invoiceWithFee(1000);
-    const note = await createNote({ invoice_id: invoice._id, reason: 'duplicated_charge', items: [{ fee_id: fee._id, amount_cents: 250 }] });
+    const note = await createNote({
+      invoice_id: invoice._id,
+      reason: 'duplicated_charge',
+      items: [{ fee_id: fee._id, amount_cents: 250 }],
+    });
     expect(note).toMatchObject({
       organization_id: org.id,
       customer_id: customer.id,
@@ -134,7 +144,12 @@ describe('create and read', () => {
     expect(read.statusCode).toBe(200);
     expect(read.json()).toEqual(note);
 
-    const second = await createNote({ invoice_id: invoice._id, reason: 'other', description: 'goodwill', items: [{ fee_id: fee._id, amount_cents: '0.5' }] });
+    const second = await createNote({
+      invoice_id: invoice._id,
+      reason: 'other',
+      description: 'goodwill',
+      items: [{ fee_id: fee._id, amount_cents: '0.5' }],
+    });
     expect(second).toMatchObject({ number: 'CN-20260305-0002', description: 'goodwill', credit_amount_cents: '0.5000' });
     const stored = await stack.db.models.Fee.findById(fee._id).lean();
     expect(new Decimal(String(stored!.credited_amount_cents)).toFixed(4)).toBe('250.5000');
@@ -146,17 +161,47 @@ describe('create and read', () => {
     const nzCustomer = await createCustomer(nz);
     const invoice = await seedInvoice(nz, nzCustomer.id);
     const fee = await seedFee(invoice, 100);
-    const note = await createNote({ invoice_id: invoice._id, reason: 'order_change', items: [{ fee_id: fee._id, amount_cents: 100 }] }, nz.headers);
+    const note = await createNote(
+      { invoice_id: invoice._id, reason: 'order_change', items: [{ fee_id: fee._id, amount_cents: 100 }] },
+      nz.headers,
+    );
     expect(note.number).toBe('CN-20261122-0001');
   });
 
   it('accepts the customer by id or external_id, and refuses another customer', async () => {
     const { invoice, fee } = await invoiceWithFee(1000);
-    await createNote({ invoice_id: invoice._id, customer_id: customer.id, reason: 'order_change', items: [{ fee_id: fee._id, amount_cents: 1 }] });
-    await createNote({ invoice_id: invoice._id, customer_id: customer.external_id, reason: 'order_change', items: [{ fee_id: fee._id, amount_cents: 1 }] });
+    await createNote({
+      invoice_id: invoice._id,
+      customer_id: customer.id,
+      reason: 'order_change',
+      items: [{ fee_id: fee._id, amount_cents: 1 }],
+    });
+    await createNote({
+      invoice_id: invoice._id,
+      customer_id: customer.external_id,
+      reason: 'order_change',
+      items: [{ fee_id: fee._id, amount_cents: 1 }],
+    });
     const other = await createCustomer(org);
-    expectValidationError(await api.create({ invoice_id: invoice._id, customer_id: other.id, reason: 'order_change', items: [{ fee_id: fee._id, amount_cents: 1 }] }), 'customer_id');
-    expectError(await api.create({ invoice_id: invoice._id, customer_id: 'nobody', reason: 'order_change', items: [{ fee_id: fee._id, amount_cents: 1 }] }), 404, 'customer_not_found');
+    expectValidationError(
+      await api.create({
+        invoice_id: invoice._id,
+        customer_id: other.id,
+        reason: 'order_change',
+        items: [{ fee_id: fee._id, amount_cents: 1 }],
+      }),
+      'customer_id',
+    );
+    expectError(
+      await api.create({
+        invoice_id: invoice._id,
+        customer_id: 'nobody',
+        reason: 'order_change',
+        items: [{ fee_id: fee._id, amount_cents: 1 }],
+      }),
+      404,
+      'customer_not_found',
+    );
   });
 
   it('refuses an amount above what remains creditable, naming items.<i>.amount_cents', async () => {
@@ -164,7 +209,14 @@ describe('create and read', () => {
     const small = await seedFee(invoice, 10);
     await createNote({ invoice_id: invoice._id, reason: 'order_change', items: [{ fee_id: fee._id, amount_cents: 600 }] });
     await createNote({ invoice_id: invoice._id, reason: 'order_change', items: [{ fee_id: fee._id, amount_cents: 400 }] });
-    const res = await api.create({ invoice_id: invoice._id, reason: 'order_change', items: [{ fee_id: small._id, amount_cents: 10 }, { fee_id: fee._id, amount_cents: 1 }] });
+    const res = await api.create({
+      invoice_id: invoice._id,
+      reason: 'order_change',
+      items: [
+        { fee_id: small._id, amount_cents: 10 },
+        { fee_id: fee._id, amount_cents: 1 },
+      ],
+    });
     expectValidationError(res, 'items.1.amount_cents');
     const smallNow = await stack.db.models.Fee.findById(small._id).lean();
     expect(new Decimal(String(smallNow!.credited_amount_cents)).toNumber()).toBe(0);
@@ -174,17 +226,33 @@ describe('create and read', () => {
     for (const status of ['draft', 'voided'] as const) {
       const invoice = await seedInvoice(org, customer.id, status);
       const fee = await seedFee(invoice, 100);
-      expectError(await api.create({ invoice_id: invoice._id, reason: 'order_change', items: [{ fee_id: fee._id, amount_cents: 1 }] }), 400, 'invalid_state_transition');
+      expectError(
+        await api.create({ invoice_id: invoice._id, reason: 'order_change', items: [{ fee_id: fee._id, amount_cents: 1 }] }),
+        400,
+        'invalid_state_transition',
+      );
     }
   });
 
   it('answers 404 for an unknown invoice, fee or credit note, 422 for a fee of another invoice', async () => {
     const { invoice } = await invoiceWithFee();
     const other = await invoiceWithFee();
-    expectError(await api.create({ invoice_id: randomUUID(), reason: 'order_change', items: [{ fee_id: other.fee._id, amount_cents: 1 }] }), 404, 'invoice_not_found');
-    expectError(await api.create({ invoice_id: invoice._id, reason: 'order_change', items: [{ fee_id: randomUUID(), amount_cents: 1 }] }), 404, 'fee_not_found');
-    expectValidationError(await api.create({ invoice_id: invoice._id, reason: 'order_change', items: [{ fee_id: other.fee._id, amount_cents: 1 }] }), 'items.0.fee_id');
-    for (const res of [await api.get(randomUUID()), await api.finalize(randomUUID()), await api.void(randomUUID())]) expectError(res, 404, 'credit_note_not_found');
+    expectError(
+      await api.create({ invoice_id: randomUUID(), reason: 'order_change', items: [{ fee_id: other.fee._id, amount_cents: 1 }] }),
+      404,
+      'invoice_not_found',
+    );
+    expectError(
+      await api.create({ invoice_id: invoice._id, reason: 'order_change', items: [{ fee_id: randomUUID(), amount_cents: 1 }] }),
+      404,
+      'fee_not_found',
+    );
+    expectValidationError(
+      await api.create({ invoice_id: invoice._id, reason: 'order_change', items: [{ fee_id: other.fee._id, amount_cents: 1 }] }),
+      'items.0.fee_id',
+    );
+    for (const res of [await api.get(randomUUID()), await api.finalize(randomUUID()), await api.void(randomUUID())])
+      expectError(res, 404, 'credit_note_not_found');
   });
 });
 
@@ -197,16 +265,31 @@ describe('validation', () => {
     expectValidationError(await api.create({ reason: 'other', items: [item] }), 'invoice_id');
     expectValidationError(await api.create({ invoice_id: invoice._id, reason: 'other' }), 'items');
     expectValidationError(await api.create({ invoice_id: invoice._id, reason: 'other', items: [] }), 'items');
-    expectValidationError(await api.create({ invoice_id: invoice._id, reason: 'other', credit_note_type: 'refund', items: [item] }), 'credit_note_type');
-    expectValidationError(await api.create({ invoice_id: invoice._id, reason: 'other', items: [{ fee_id: fee._id }] }), 'items.0.amount_cents');
-    expectValidationError(await api.create({ invoice_id: invoice._id, reason: 'other', items: [{ fee_id: fee._id, amount_cents: '1.00001' }] }), 'items.0.amount_cents');
-    expectValidationError(await api.create({ invoice_id: invoice._id, reason: 'other', items: [{ fee_id: fee._id, amount_cents: 'ten' }] }), 'items.0.amount_cents');
+    expectValidationError(
+      await api.create({ invoice_id: invoice._id, reason: 'other', credit_note_type: 'refund', items: [item] }),
+      'credit_note_type',
+    );
+    expectValidationError(
+      await api.create({ invoice_id: invoice._id, reason: 'other', items: [{ fee_id: fee._id }] }),
+      'items.0.amount_cents',
+    );
+    expectValidationError(
+      await api.create({ invoice_id: invoice._id, reason: 'other', items: [{ fee_id: fee._id, amount_cents: '1.00001' }] }),
+      'items.0.amount_cents',
+    );
+    expectValidationError(
+      await api.create({ invoice_id: invoice._id, reason: 'other', items: [{ fee_id: fee._id, amount_cents: 'ten' }] }),
+      'items.0.amount_cents',
+    );
   });
 
   it('refuses a zero or negative amount (a credit note of zero is never created)', async () => {
     const { invoice, fee } = await invoiceWithFee();
     for (const amount of [0, '0', -1]) {
-      expectValidationError(await api.create({ invoice_id: invoice._id, reason: 'other', items: [{ fee_id: fee._id, amount_cents: amount }] }), 'items.0.amount_cents');
+      expectValidationError(
+        await api.create({ invoice_id: invoice._id, reason: 'other', items: [{ fee_id: fee._id, amount_cents: amount }] }),
+        'items.0.amount_cents',
+      );
     }
     const list = await api.list(`?invoice_id=${invoice._id}`);
     expect(list.json()).toEqual([]);
@@ -214,7 +297,10 @@ describe('validation', () => {
 
   it('rejects unknown fields, in the body and in items', async () => {
     const { invoice, fee } = await invoiceWithFee();
-    expectUnknownFields(await api.create({ invoice_id: invoice._id, reason: 'other', items: [{ fee_id: fee._id, amount_cents: 1 }], refund_amount_cents: 5 }), ['refund_amount_cents']);
+    expectUnknownFields(
+      await api.create({ invoice_id: invoice._id, reason: 'other', items: [{ fee_id: fee._id, amount_cents: 1 }], refund_amount_cents: 5 }),
+      ['refund_amount_cents'],
+    );
     const res = await api.create({ invoice_id: invoice._id, reason: 'other', items: [{ fee_id: fee._id, amount_cents: 1, units: 2 }] });
     expectUnknownFields(res, ['units']);
   });
@@ -228,13 +314,22 @@ describe('state transitions', () => {
     clock = new Date('2026-11-21T11:00:00.000Z');
     const finalized = await api.finalize(note.id);
     expect(finalized.statusCode, finalized.body).toBe(200);
-    expect(finalized.json()).toMatchObject({ status: 'finalized', finalized_at: '2026-11-21T11:00:00.000Z', balance_amount_cents: '300.0000' });
+    expect(finalized.json()).toMatchObject({
+      status: 'finalized',
+      finalized_at: '2026-11-21T11:00:00.000Z',
+      balance_amount_cents: '300.0000',
+    });
     expectError(await api.finalize(note.id), 400, 'invalid_state_transition');
 
     clock = new Date('2026-11-21T12:00:00.000Z');
     const voided = await api.void(note.id);
     expect(voided.statusCode, voided.body).toBe(200);
-    expect(voided.json()).toMatchObject({ status: 'voided', voided_at: '2026-11-21T12:00:00.000Z', balance_amount_cents: '0.0000', credit_amount_cents: '300.0000' });
+    expect(voided.json()).toMatchObject({
+      status: 'voided',
+      voided_at: '2026-11-21T12:00:00.000Z',
+      balance_amount_cents: '0.0000',
+      credit_amount_cents: '300.0000',
+    });
     expectError(await api.void(note.id), 400, 'invalid_state_transition');
     expectError(await api.finalize(note.id), 400, 'invalid_state_transition');
     // The voided credit went back to the fee: the whole fee can be credited again.
@@ -252,7 +347,11 @@ describe('state transitions', () => {
 
   it('records credit_note.created and credit_note.finalized events with the resource', async () => {
     const { invoice, fee } = await invoiceWithFee(100);
-    const note = await createNote({ invoice_id: invoice._id, reason: 'product_unsatisfactory', items: [{ fee_id: fee._id, amount_cents: 40 }] });
+    const note = await createNote({
+      invoice_id: invoice._id,
+      reason: 'product_unsatisfactory',
+      items: [{ fee_id: fee._id, amount_cents: 40 }],
+    });
     const finalized = (await api.finalize(note.id)).json<CreditNoteResource>();
     const events = await stack.db.models.LifecycleEvent.find({ organization_id: org.id, 'object.id': note.id }).lean();
     const byType = new Map(events.map((e) => [e.type, e.object]));
@@ -278,7 +377,9 @@ describe('lists', () => {
       [3, aliceInvoice, aliceFee],
     ] as const) {
       clock = new Date(Date.UTC(2026, 10, 21, 10, minute));
-      notes.push(await createNote({ invoice_id: invoice._id, reason: 'other', items: [{ fee_id: fee._id, amount_cents: 10 }] }, lister.headers));
+      notes.push(
+        await createNote({ invoice_id: invoice._id, reason: 'other', items: [{ fee_id: fee._id, amount_cents: 10 }] }, lister.headers),
+      );
     }
     await api.finalize(notes[2]!.id, lister.headers);
 
@@ -310,8 +411,22 @@ describe('tenant isolation', () => {
     const intruderCustomer = await createCustomer(intruder);
     const intruderInvoice = await seedInvoice(intruder, intruderCustomer.id);
 
-    expectError(await api.create({ invoice_id: invoice._id, reason: 'order_change', items: [{ fee_id: fee._id, amount_cents: 1 }] }, intruder.headers), 404, 'invoice_not_found');
-    expectError(await api.create({ invoice_id: intruderInvoice._id, reason: 'order_change', items: [{ fee_id: fee._id, amount_cents: 1 }] }, intruder.headers), 404, 'fee_not_found');
+    expectError(
+      await api.create(
+        { invoice_id: invoice._id, reason: 'order_change', items: [{ fee_id: fee._id, amount_cents: 1 }] },
+        intruder.headers,
+      ),
+      404,
+      'invoice_not_found',
+    );
+    expectError(
+      await api.create(
+        { invoice_id: intruderInvoice._id, reason: 'order_change', items: [{ fee_id: fee._id, amount_cents: 1 }] },
+        intruder.headers,
+      ),
+      404,
+      'fee_not_found',
+    );
     expectError(await api.get(note.id, intruder.headers), 404, 'credit_note_not_found');
     expectError(await api.finalize(note.id, intruder.headers), 404, 'credit_note_not_found');
     expectError(await api.void(note.id, intruder.headers), 404, 'credit_note_not_found');

@@ -53,13 +53,23 @@ async function newOrg(timezone = 'Europe/Paris'): Promise<TestOrganization> {
 }
 
 async function createCustomer(o: TestOrganization, extra: Record<string, unknown> = {}): Promise<CustomerResource> {
-  const res = await stack.app.inject({ method: 'POST', url: '/v1/customers', headers: o.headers, payload: { external_id: uid('cus'), ...extra } });
+  const res = await stack.app.inject({
+    method: 'POST',
+    url: '/v1/customers',
+    headers: o.headers,
+    payload: { external_id: uid('cus'), ...extra },
+  });
   expect(res.statusCode, res.body).toBe(201);
   return res.json<CustomerResource>();
 }
 
 async function createMetric(o: TestOrganization, body: Record<string, unknown>): Promise<BillableMetricResource> {
-  const res = await stack.app.inject({ method: 'POST', url: '/v1/billable_metrics', headers: o.headers, payload: { code: uid('m'), name: 'Metric', ...body } });
+  const res = await stack.app.inject({
+    method: 'POST',
+    url: '/v1/billable_metrics',
+    headers: o.headers,
+    payload: { code: uid('m'), name: 'Metric', ...body },
+  });
   expect(res.statusCode, res.body).toBe(201);
   return res.json<BillableMetricResource>();
 }
@@ -99,7 +109,13 @@ async function subscribe(
 type Sent = [timestamp: string, properties: Record<string, unknown>];
 
 /** Sends events through POST /v1/events/batch (one or more batches); every event must be stored. */
-async function send(o: TestOrganization, customer: CustomerResource, code: string, events: Sent[], extra: Record<string, unknown> = {}): Promise<EventResource[]> {
+async function send(
+  o: TestOrganization,
+  customer: CustomerResource,
+  code: string,
+  events: Sent[],
+  extra: Record<string, unknown> = {},
+): Promise<EventResource[]> {
   const stored: EventResource[] = [];
   for (let i = 0; i < events.length; i += 100) {
     const payload = {
@@ -124,7 +140,11 @@ async function send(o: TestOrganization, customer: CustomerResource, code: strin
 
 async function currentUsage(o: TestOrganization, customerId: string, subscriptionId?: string) {
   const query = subscriptionId === undefined ? '' : `?subscription_id=${encodeURIComponent(subscriptionId)}`;
-  return stack.app.inject({ method: 'GET', url: `/v1/customers/${encodeURIComponent(customerId)}/current_usage${query}`, headers: o.headers });
+  return stack.app.inject({
+    method: 'GET',
+    url: `/v1/customers/${encodeURIComponent(customerId)}/current_usage${query}`,
+    headers: o.headers,
+  });
 }
 
 async function usageOf(o: TestOrganization, customerId: string, subscriptionId?: string): Promise<CurrentUsageResource> {
@@ -164,7 +184,12 @@ function engine(
   const split = splitEventsByFilters(charge.filters, events);
   const filterAggregations = charge.filters.map((_, i) => aggregate(metric, split.filters[i]!, context));
   const fees = computeChargeFees(
-    { charge_model: charge.charge_model, properties: charge.properties, min_amount_cents: charge.min_amount_cents, max_amount_cents: charge.max_amount_cents },
+    {
+      charge_model: charge.charge_model,
+      properties: charge.properties,
+      min_amount_cents: charge.min_amount_cents,
+      max_amount_cents: charge.max_amount_cents,
+    },
     {
       default: aggregate(metric, split.default, context),
       filters: charge.filters.map((f, i) => ({ properties: f.properties, aggregation: filterAggregations[i]! })),
@@ -479,7 +504,13 @@ describe('charges with filters and caps', () => {
         max_amount_cents: '200',
         filters: [{ values: { region: ['eu'] }, properties: { amount: '100' } }],
       },
-      { billable_metric_id: metric.id, charge_model: 'standard', properties: { amount: '10' }, min_amount_cents: '10', max_amount_cents: '1000' },
+      {
+        billable_metric_id: metric.id,
+        charge_model: 'standard',
+        properties: { amount: '10' },
+        min_amount_cents: '10',
+        max_amount_cents: '1000',
+      },
     ]);
     const subscriptionId = await subscribe(org, customer, plan);
     const stored = await send(org, customer, metric.code, [
@@ -621,9 +652,19 @@ describe('aggregations', () => {
 describe('taxes', () => {
   it('applies the organization tax, overridden on one charge by its own tax', async () => {
     const o = await newOrg();
-    const vat = await stack.app.inject({ method: 'POST', url: '/v1/taxes', headers: o.headers, payload: { code: 'vat', name: 'VAT', rate: '0.2', applied_to_organization: true } });
+    const vat = await stack.app.inject({
+      method: 'POST',
+      url: '/v1/taxes',
+      headers: o.headers,
+      payload: { code: 'vat', name: 'VAT', rate: '0.2', applied_to_organization: true },
+    });
     expect(vat.statusCode, vat.body).toBe(201);
-    const reduced = await stack.app.inject({ method: 'POST', url: '/v1/taxes', headers: o.headers, payload: { code: 'reduced', name: 'Reduced', rate: '0.05' } });
+    const reduced = await stack.app.inject({
+      method: 'POST',
+      url: '/v1/taxes',
+      headers: o.headers,
+      payload: { code: 'reduced', name: 'Reduced', rate: '0.05' },
+    });
     expect(reduced.statusCode, reduced.body).toBe(201);
     const customer = await createCustomer(o);
     const metric = await createMetric(o, { aggregation_type: 'sum', field_name: 'gb' });
@@ -664,7 +705,11 @@ describe('which subscription and which events', () => {
     const twoExternalId = uid('sub-two');
     const two = await subscribe(org, customer, planTwo, { externalId: twoExternalId });
     // A terminated one does not make the choice harder.
-    await subscribe(org, customer, planOne, { status: 'terminated', startedAt: new Date('2026-01-01T00:00:00Z'), endingAt: new Date('2026-02-15T00:00:00Z') });
+    await subscribe(org, customer, planOne, {
+      status: 'terminated',
+      startedAt: new Date('2026-01-01T00:00:00Z'),
+      endingAt: new Date('2026-02-15T00:00:00Z'),
+    });
     const stored = await send(org, customer, metric.code, [
       [march(2), {}],
       [march(3), {}],
@@ -689,7 +734,7 @@ describe('which subscription and which events', () => {
     expectError(await currentUsage(org, customer.id, otherSubscription), 404, 'subscription_not_found');
   });
 
-  it('answers 404 for an unknown customer, a customer without an active subscription, and another organization\'s customer', async () => {
+  it("answers 404 for an unknown customer, a customer without an active subscription, and another organization's customer", async () => {
     expectError(await currentUsage(org, 'no-such-customer'), 404, 'customer_not_found');
     expectError(await currentUsage(org, randomUUID()), 404, 'customer_not_found');
 
@@ -697,14 +742,20 @@ describe('which subscription and which events', () => {
     expectError(await currentUsage(org, idle.id), 404, 'subscription_not_found');
     const metric = await createMetric(org, { aggregation_type: 'count' });
     const plan = await createPlan(org, [{ billable_metric_id: metric.id, charge_model: 'standard', properties: { amount: '1' } }]);
-    await subscribe(org, idle, plan, { status: 'terminated', startedAt: new Date('2026-01-01T00:00:00Z'), endingAt: new Date('2026-03-05T00:00:00Z') });
+    await subscribe(org, idle, plan, {
+      status: 'terminated',
+      startedAt: new Date('2026-01-01T00:00:00Z'),
+      endingAt: new Date('2026-03-05T00:00:00Z'),
+    });
     await subscribe(org, idle, plan, { status: 'pending', startedAt: new Date('2026-05-01T00:00:00Z') });
     expectError(await currentUsage(org, idle.external_id), 404, 'subscription_not_found');
 
     const otherOrg = await newOrg();
     const foreign = await createCustomer(otherOrg);
     const foreignMetric = await createMetric(otherOrg, { aggregation_type: 'count' });
-    const foreignPlan = await createPlan(otherOrg, [{ billable_metric_id: foreignMetric.id, charge_model: 'standard', properties: { amount: '1' } }]);
+    const foreignPlan = await createPlan(otherOrg, [
+      { billable_metric_id: foreignMetric.id, charge_model: 'standard', properties: { amount: '1' } },
+    ]);
     const foreignSubscription = await subscribe(otherOrg, foreign, foreignPlan);
     expect((await currentUsage(otherOrg, foreign.id)).statusCode).toBe(200);
     expectError(await currentUsage(org, foreign.id), 404, 'customer_not_found');
@@ -712,7 +763,7 @@ describe('which subscription and which events', () => {
     expectError(await currentUsage(org, foreign.id, foreignSubscription), 404, 'customer_not_found');
   });
 
-  it('counts in the customer\'s time zone (Asia/Tokyo): days and the period follow local midnights', async () => {
+  it("counts in the customer's time zone (Asia/Tokyo): days and the period follow local midnights", async () => {
     const previous = clock;
     // 2026-04-02 12:00 in Tokyo: the current period is Tokyo's April.
     clock = new Date('2026-04-02T03:00:00.000Z');
@@ -749,7 +800,7 @@ describe('which subscription and which events', () => {
     }
   });
 
-  it('counts neither other customers\' events nor other metrics\' events', async () => {
+  it("counts neither other customers' events nor other metrics' events", async () => {
     const alice = await createCustomer(org);
     const bob = await createCustomer(org);
     const calls = await createMetric(org, { aggregation_type: 'count' });
@@ -760,12 +811,24 @@ describe('which subscription and which events', () => {
     const bobSubscription = await subscribe(org, bob, plan);
 
     const stored = [
-      ...(await send(org, alice, calls.code, [[march(2), {}], [march(3), {}]])),
+      ...(await send(org, alice, calls.code, [
+        [march(2), {}],
+        [march(3), {}],
+      ])),
       // Another metric: not charged by the plan, so attributed to no subscription...
-      ...(await send(org, alice, other.code, [[march(2), {}], [march(4), {}]])),
+      ...(await send(org, alice, other.code, [
+        [march(2), {}],
+        [march(4), {}],
+      ])),
       // ...or attributed to the subscription when named, but still not a charge of its plan.
       ...(await send(org, alice, other.code, [[march(5), {}]], { external_subscription_id: aliceExternalSubscription })),
-      ...(await send(org, bob, calls.code, [[march(2), {}], [march(3), {}], [march(4), {}], [march(5), {}], [march(6), {}]])),
+      ...(await send(org, bob, calls.code, [
+        [march(2), {}],
+        [march(3), {}],
+        [march(4), {}],
+        [march(5), {}],
+        [march(6), {}],
+      ])),
     ];
     const aliceUsage = await usageOf(org, alice.id);
     const bobUsage = await usageOf(org, bob.external_id);

@@ -67,7 +67,12 @@ describe('create and read', () => {
   it('follows the organization currency when it changes later', async () => {
     const other = await createOrganization(stack.app, { name: 'Yen Org', default_currency: 'JPY' });
     expect((await createCustomer({}, other.headers)).currency).toBe('JPY');
-    await stack.app.inject({ method: 'PUT', url: '/v1/organizations/current', headers: other.headers, payload: { default_currency: 'CHF' } });
+    await stack.app.inject({
+      method: 'PUT',
+      url: '/v1/organizations/current',
+      headers: other.headers,
+      payload: { default_currency: 'CHF' },
+    });
     expect((await createCustomer({}, other.headers)).currency).toBe('CHF');
   });
 

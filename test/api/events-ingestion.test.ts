@@ -54,7 +54,12 @@ async function createCustomer(o: TestOrganization = org): Promise<CustomerResour
 }
 
 async function createMetric(body: Record<string, unknown>, o: TestOrganization = org): Promise<BillableMetricResource> {
-  const res = await stack.app.inject({ method: 'POST', url: '/v1/billable_metrics', headers: o.headers, payload: { code: uid('m'), name: 'Metric', ...body } });
+  const res = await stack.app.inject({
+    method: 'POST',
+    url: '/v1/billable_metrics',
+    headers: o.headers,
+    payload: { code: uid('m'), name: 'Metric', ...body },
+  });
   expect(res.statusCode, res.body).toBe(201);
   return res.json<BillableMetricResource>();
 }
@@ -126,7 +131,10 @@ describe('GET /v1/events', () => {
     const tx: string[] = [];
     for (const [customer, metric, timestamp] of sent) {
       tick();
-      const event = await postOk({ transaction_id: uid('tx'), external_customer_id: customer.external_id, code: metric.code, timestamp, properties: { gb: 1 } }, o);
+      const event = await postOk(
+        { transaction_id: uid('tx'), external_customer_id: customer.external_id, code: metric.code, timestamp, properties: { gb: 1 } },
+        o,
+      );
       tx.push(event.transaction_id);
     }
     const [e1, e2, e3, e4, e5] = tx;
@@ -144,7 +152,10 @@ describe('GET /v1/events', () => {
     // from is inclusive, to exclusive, on the event timestamp; offsets are accepted.
     expect(await list('?from=2026-05-02T00:00:00Z')).toEqual({ tx: [e4, e3, e2], total: '3' });
     expect(await list('?to=2026-05-02T00:00:00Z')).toEqual({ tx: [e5, e1], total: '2' });
-    expect(await list(`?from=${encodeURIComponent('2026-05-02T02:00:00+02:00')}&to=2026-05-04T00:00:00Z`)).toEqual({ tx: [e3, e2], total: '2' });
+    expect(await list(`?from=${encodeURIComponent('2026-05-02T02:00:00+02:00')}&to=2026-05-04T00:00:00Z`)).toEqual({
+      tx: [e3, e2],
+      total: '2',
+    });
     // Pages keep the total.
     expect(await list('?limit=2')).toEqual({ tx: [e5, e4], total: '5' });
     expect(await list('?skip=4&limit=2')).toEqual({ tx: [e1], total: '5' });
@@ -159,7 +170,12 @@ describe('GET /v1/events/{transaction_id}', () => {
   it('returns the event, and 404 for an unknown transaction_id or one of another organization', async () => {
     const customer = await createCustomer();
     const metric = await createMetric({ aggregation_type: 'count' });
-    const event = await postOk({ transaction_id: uid('tx'), external_customer_id: customer.external_id, code: metric.code, timestamp: '2026-05-03T08:00:00Z' });
+    const event = await postOk({
+      transaction_id: uid('tx'),
+      external_customer_id: customer.external_id,
+      code: metric.code,
+      timestamp: '2026-05-03T08:00:00Z',
+    });
     const found = await get(`/v1/events/${encodeURIComponent(event.transaction_id)}`);
     expect(found.statusCode, found.body).toBe(200);
     expect(found.json()).toEqual(event);
@@ -170,7 +186,10 @@ describe('GET /v1/events/{transaction_id}', () => {
     // The same transaction_id is free in the other organization, and its event is its own.
     const otherCustomer = await createCustomer(other);
     const otherMetric = await createMetric({ aggregation_type: 'count' }, other);
-    const mine = await postOk({ transaction_id: event.transaction_id, external_customer_id: otherCustomer.external_id, code: otherMetric.code }, other);
+    const mine = await postOk(
+      { transaction_id: event.transaction_id, external_customer_id: otherCustomer.external_id, code: otherMetric.code },
+      other,
+    );
     expect(mine.id).not.toBe(event.id);
     expect((await get(`/v1/events/${encodeURIComponent(event.transaction_id)}`)).json<EventResource>().id).toBe(event.id);
   });
@@ -183,7 +202,12 @@ describe('timestamps', () => {
     customer = await createCustomer();
     metric = await createMetric({ aggregation_type: 'count' });
   });
-  const body = (extra: Record<string, unknown>) => ({ transaction_id: uid('tx'), external_customer_id: customer.external_id, code: metric.code, ...extra });
+  const body = (extra: Record<string, unknown>) => ({
+    transaction_id: uid('tx'),
+    external_customer_id: customer.external_id,
+    code: metric.code,
+    ...extra,
+  });
 
   it('accepts ISO 8601 with an offset and Unix seconds as a number or a string', async () => {
     expect((await postOk(body({ timestamp: '2026-05-10T14:00:00+02:00' }))).timestamp).toBe('2026-05-10T12:00:00.000Z');
@@ -226,9 +250,15 @@ describe('routing an event to subscriptions', () => {
     const unnamed = await postOk({ ...base, transaction_id: uid('tx') });
     expect([...unnamed.subscription_ids].sort()).toEqual([first, second].sort());
 
-    expectValidationError(await post({ ...base, transaction_id: uid('tx'), external_subscription_id: 'no-such-subscription' }), 'external_subscription_id');
+    expectValidationError(
+      await post({ ...base, transaction_id: uid('tx'), external_subscription_id: 'no-such-subscription' }),
+      'external_subscription_id',
+    );
     // Another customer's subscription is not this customer's.
-    expectValidationError(await post({ ...base, transaction_id: uid('tx'), external_subscription_id: foreignExternalId }), 'external_subscription_id');
+    expectValidationError(
+      await post({ ...base, transaction_id: uid('tx'), external_subscription_id: foreignExternalId }),
+      'external_subscription_id',
+    );
     const batch = await postBatch({ events: [{ ...base, transaction_id: uid('tx'), external_subscription_id: 'no-such-subscription' }] });
     expect(batch.json<BatchJson>()).toMatchObject({ ingested: 0, errors: [{ index: 0, code: 'subscription_not_found' }] });
   });
@@ -243,7 +273,13 @@ describe('routing an event to subscriptions', () => {
     const storageOnly = await subscribe(customer, await createPlan([storage]));
 
     const send = (code: string) =>
-      postOk({ transaction_id: uid('tx'), external_customer_id: customer.external_id, code, timestamp: '2026-05-06T10:00:00Z', properties: { gb: 1 } });
+      postOk({
+        transaction_id: uid('tx'),
+        external_customer_id: customer.external_id,
+        code,
+        timestamp: '2026-05-06T10:00:00Z',
+        properties: { gb: 1 },
+      });
     expect([...(await send(calls.code)).subscription_ids].sort()).toEqual([callsOnly, both].sort());
     expect([...(await send(storage.code)).subscription_ids].sort()).toEqual([both, storageOnly].sort());
     // A metric no plan of the customer charges: stored, attributed to nobody.
@@ -260,7 +296,8 @@ describe('routing an event to subscriptions', () => {
     const ended = await subscribe(customer, plan, { status: 'terminated', startedAt: new Date('2026-04-01T00:00:00Z'), endingAt: endedAt });
     const current = await subscribe(customer, plan, { startedAt: endedAt });
 
-    const at = (timestamp: string) => postOk({ transaction_id: uid('tx'), external_customer_id: customer.external_id, code: calls.code, timestamp });
+    const at = (timestamp: string) =>
+      postOk({ transaction_id: uid('tx'), external_customer_id: customer.external_id, code: calls.code, timestamp });
     expect((await at('2026-04-20T10:00:00Z')).subscription_ids).toEqual([ended]);
     expect((await at('2026-05-04T23:59:59.999Z')).subscription_ids).toEqual([ended]);
     expect((await at('2026-05-05T00:00:00.000Z')).subscription_ids).toEqual([current]);
@@ -289,7 +326,13 @@ describe('routing an event to subscriptions', () => {
     ];
     const outcomes: { status: number; attributedToNamed: boolean }[] = [];
     for (const [externalId, subscriptionId, timestamp] of cases) {
-      const res = await post({ transaction_id: uid('tx'), external_customer_id: customer.external_id, code: calls.code, external_subscription_id: externalId, timestamp });
+      const res = await post({
+        transaction_id: uid('tx'),
+        external_customer_id: customer.external_id,
+        code: calls.code,
+        external_subscription_id: externalId,
+        timestamp,
+      });
       const attributed = res.statusCode === 201 ? res.json<EventResource>().subscription_ids : [];
       outcomes.push({ status: res.statusCode, attributedToNamed: attributed.includes(subscriptionId) });
     }
@@ -396,12 +439,19 @@ describe('rate limit headers', () => {
       await post({ transaction_id: uid('tx'), external_customer_id: customer.external_id, code: metric.code, bogus: 1 }, o), // 422
       await post({ transaction_id: txId, external_customer_id: customer.external_id, code: metric.code }, o), // 409
       await get('/v1/events/no-such-transaction', o), // 404
-      await stack.app.inject({ method: 'POST', url: '/v1/events', headers: { ...o.headers, 'content-type': 'application/json' }, payload: '{"transaction_id": ' }), // 400
+      await stack.app.inject({
+        method: 'POST',
+        url: '/v1/events',
+        headers: { ...o.headers, 'content-type': 'application/json' },
+        payload: '{"transaction_id": ',
+      }), // 400
       await postBatch({ events: [] }, o), // 422
       await get('/v1/events?limit=5000', o), // 422
     ];
     expect(answers.map((a) => a.statusCode)).toEqual([201, 422, 409, 404, 400, 422, 422]);
-    expect(answers.map((a) => [a.headers['x-ratelimit-limit'], a.headers['x-ratelimit-remaining'], a.headers['x-ratelimit-reset']])).toEqual([
+    expect(
+      answers.map((a) => [a.headers['x-ratelimit-limit'], a.headers['x-ratelimit-remaining'], a.headers['x-ratelimit-reset']]),
+    ).toEqual([
       ['50', '49', reset],
       ['50', '48', reset],
       ['50', '47', reset],
@@ -413,7 +463,16 @@ describe('rate limit headers', () => {
 
     expectError(await stack.app.inject({ method: 'GET', url: '/v1/events' }), 401, 'unauthorized');
     expectError(await stack.app.inject({ method: 'POST', url: '/v1/events', payload: { transaction_id: 'x' } }), 401, 'unauthorized');
-    expectError(await stack.app.inject({ method: 'POST', url: '/v1/events/batch', headers: { authorization: 'Bearer bsk_live_nope' }, payload: { events: [] } }), 401, 'unauthorized');
+    expectError(
+      await stack.app.inject({
+        method: 'POST',
+        url: '/v1/events/batch',
+        headers: { authorization: 'Bearer bsk_live_nope' },
+        payload: { events: [] },
+      }),
+      401,
+      'unauthorized',
+    );
   });
 });
 
@@ -435,7 +494,12 @@ describe('daily pre-aggregate', () => {
       ...Object.values(metrics).map((m) => ({ code: m.code, properties: { v: 5 } })),
       // A second, smaller value of the max metric on the same day: the row keeps the maximum.
       { code: metrics.max.code, properties: { v: 3 } },
-    ].map((e, i) => ({ ...e, transaction_id: uid('tx'), external_customer_id: customer.external_id, timestamp: `2026-05-08T1${i}:00:00Z` }));
+    ].map((e, i) => ({
+      ...e,
+      transaction_id: uid('tx'),
+      external_customer_id: customer.external_id,
+      timestamp: `2026-05-08T1${i}:00:00Z`,
+    }));
     const res = await postBatch({ events });
     expect(res.statusCode, res.body).toBe(201);
     const body = res.json<BatchJson>();
@@ -443,7 +507,9 @@ describe('daily pre-aggregate', () => {
     for (const e of body.events) expect(e.subscription_ids).toEqual([subscriptionId]);
 
     const rows = await stack.db.models.DailyUsage.find({ subscription_id: subscriptionId }).lean();
-    const byMetric = Object.fromEntries(rows.map((r) => [r.billable_metric_id, [r.usage_date, r.dimensions_key, String(r.usage_value), r.events_count]]));
+    const byMetric = Object.fromEntries(
+      rows.map((r) => [r.billable_metric_id, [r.usage_date, r.dimensions_key, String(r.usage_value), r.events_count]]),
+    );
     expect(byMetric).toEqual({
       [metrics.count.id]: ['2026-05-08', '{}', '1', 1],
       [metrics.sum.id]: ['2026-05-08', '{}', '5', 1],

@@ -12,14 +12,21 @@ let metricId: string;
 beforeAll(async () => {
   stack = await createTestStack();
   org = await createOrganization(stack.app, { events_rate_limit_per_minute: 100_000 });
-  const customer = await stack.app.inject({ method: 'POST', url: '/v1/customers', headers: org.headers, payload: { external_id: 'cus_1' } });
+  const customer = await stack.app.inject({
+    method: 'POST',
+    url: '/v1/customers',
+    headers: org.headers,
+    payload: { external_id: 'cus_1' },
+  });
   metricId = await insertMetric(stack.db, org.id, {
     code: 'storage',
     aggregation_type: 'sum',
     field_name: 'gb',
     filters: [{ key: 'region', values: ['eu', 'us'] }],
   });
-  const { planId } = await insertPlan(stack.db, org.id, { charges: [{ billable_metric_id: metricId, charge_model: 'standard', properties: { amount: '10' } }] });
+  const { planId } = await insertPlan(stack.db, org.id, {
+    charges: [{ billable_metric_id: metricId, charge_model: 'standard', properties: { amount: '10' } }],
+  });
   subscriptionId = await insertSubscription(stack.db, {
     organizationId: org.id,
     customerId: customer.json<{ id: string }>().id,
@@ -30,13 +37,25 @@ beforeAll(async () => {
 });
 afterAll(async () => stack?.close());
 
-const post = (payload: unknown, headers = org.headers) => stack.app.inject({ method: 'POST', url: '/v1/events', headers, payload: payload as object });
+const post = (payload: unknown, headers = org.headers) =>
+  stack.app.inject({ method: 'POST', url: '/v1/events', headers, payload: payload as object });
 
 describe('POST /v1/events', () => {
   it('stores the event, resolves it to the subscription and adds it to the daily pre-aggregate', async () => {
-    const res = await post({ transaction_id: 'tx-1', external_customer_id: 'cus_1', code: 'storage', timestamp: '2026-11-20T10:00:00Z', properties: { gb: '2.5', region: 'eu' } });
+    const res = await post({
+      transaction_id: 'tx-1',
+      external_customer_id: 'cus_1',
+      code: 'storage',
+      timestamp: '2026-11-20T10:00:00Z',
+      properties: { gb: '2.5', region: 'eu' },
+    });
     expect(res.statusCode).toBe(201);
-    expect(res.json()).toMatchObject({ transaction_id: 'tx-1', subscription_ids: [subscriptionId], billable_metric_id: metricId, timestamp: '2026-11-20T10:00:00.000Z' });
+    expect(res.json()).toMatchObject({
+      transaction_id: 'tx-1',
+      subscription_ids: [subscriptionId],
+      billable_metric_id: metricId,
+      timestamp: '2026-11-20T10:00:00.000Z',
+    });
     expect(res.headers['x-ratelimit-limit']).toBe('100000');
     const rows = await stack.db.models.DailyUsage.find({ subscription_id: subscriptionId }).lean();
     expect(rows.map((r) => ({ date: r.usage_date, dims: r.dimensions_key, value: String(r.usage_value), n: r.events_count }))).toEqual([
@@ -58,7 +77,13 @@ describe('POST /v1/events', () => {
   });
 
   it('stores exactly one event and one unit of daily usage for ten concurrent submissions of one transaction_id', async () => {
-    const body = { transaction_id: `tx-race-${randomUUID()}`, external_customer_id: 'cus_1', code: 'storage', timestamp: '2026-11-19T10:00:00Z', properties: { gb: 1, region: 'us' } };
+    const body = {
+      transaction_id: `tx-race-${randomUUID()}`,
+      external_customer_id: 'cus_1',
+      code: 'storage',
+      timestamp: '2026-11-19T10:00:00Z',
+      properties: { gb: 1, region: 'us' },
+    };
     const results = await Promise.all(Array.from({ length: 10 }, () => post(body)));
     expect(results.map((r) => r.statusCode).sort()).toEqual([201, 409, 409, 409, 409, 409, 409, 409, 409, 409]);
     expect(await stack.db.models.Event.countDocuments({ transaction_id: body.transaction_id })).toBe(1);
@@ -102,7 +127,12 @@ describe('rate limit', () => {
   it('is shared by two API instances on one database and answers 429 with Retry-After', async () => {
     const limited = await createOrganization(stack.app, { events_rate_limit_per_minute: 3 });
     await stack.app.inject({ method: 'POST', url: '/v1/customers', headers: limited.headers, payload: { external_id: 'c' } });
-    const second = await buildApp({ config: { LOG_LEVEL: 'silent', BILLING_SIGNUP_TOKEN: undefined, BODY_LIMIT_BYTES: 1 << 20 }, db: stack.db, temporal: stack.temporal, logger: false });
+    const second = await buildApp({
+      config: { LOG_LEVEL: 'silent', BILLING_SIGNUP_TOKEN: undefined, BODY_LIMIT_BYTES: 1 << 20 },
+      db: stack.db,
+      temporal: stack.temporal,
+      logger: false,
+    });
     try {
       const send = (app: typeof stack.app) => app.inject({ method: 'GET', url: '/v1/events', headers: limited.headers });
       const answers = [await send(stack.app), await send(second), await send(stack.app), await send(second)];
@@ -122,22 +152,47 @@ describe('GET /v1/customers/{id}/current_usage', () => {
   it('prices the current period from the daily pre-aggregate, by filter', async () => {
     const o = await createOrganization(stack.app, { events_rate_limit_per_minute: 100_000 });
     const c = await stack.app.inject({ method: 'POST', url: '/v1/customers', headers: o.headers, payload: { external_id: 'u1' } });
-    const m = await insertMetric(stack.db, o.id, { code: 'calls', aggregation_type: 'count', filters: [{ key: 'region', values: ['eu', 'us'] }] });
+    const m = await insertMetric(stack.db, o.id, {
+      code: 'calls',
+      aggregation_type: 'count',
+      filters: [{ key: 'region', values: ['eu', 'us'] }],
+    });
     const { planId, chargeIds } = await insertPlan(stack.db, o.id, {
       charges: [
         {
           billable_metric_id: m,
           charge_model: 'graduated',
-          properties: { graduated_ranges: [{ from_value: 0, to_value: 2, per_unit_amount: '100', flat_amount: '0' }, { from_value: 2, to_value: null, per_unit_amount: '10', flat_amount: '0' }] },
-          filters: [{ _id: randomUUID(), values: { region: ['eu'] }, properties: { graduated_ranges: [{ from_value: 0, to_value: null, per_unit_amount: '1', flat_amount: '0' }] } }],
+          properties: {
+            graduated_ranges: [
+              { from_value: 0, to_value: 2, per_unit_amount: '100', flat_amount: '0' },
+              { from_value: 2, to_value: null, per_unit_amount: '10', flat_amount: '0' },
+            ],
+          },
+          filters: [
+            {
+              _id: randomUUID(),
+              values: { region: ['eu'] },
+              properties: { graduated_ranges: [{ from_value: 0, to_value: null, per_unit_amount: '1', flat_amount: '0' }] },
+            },
+          ],
         },
       ],
     });
-    await insertSubscription(stack.db, { organizationId: o.id, customerId: c.json<{ id: string }>().id, externalCustomerId: 'u1', planId, startedAt: new Date('2026-01-01T00:00:00Z') });
+    await insertSubscription(stack.db, {
+      organizationId: o.id,
+      customerId: c.json<{ id: string }>().id,
+      externalCustomerId: 'u1',
+      planId,
+      startedAt: new Date('2026-01-01T00:00:00Z'),
+    });
     const now = new Date();
-    const events = [
-      { region: 'eu' }, { region: 'eu' }, { region: 'us' }, { region: 'us' }, { region: 'us' }, {},
-    ].map((properties, i) => ({ transaction_id: `u-${i}`, external_customer_id: 'u1', code: 'calls', timestamp: now.toISOString(), properties }));
+    const events = [{ region: 'eu' }, { region: 'eu' }, { region: 'us' }, { region: 'us' }, { region: 'us' }, {}].map((properties, i) => ({
+      transaction_id: `u-${i}`,
+      external_customer_id: 'u1',
+      code: 'calls',
+      timestamp: now.toISOString(),
+      properties,
+    }));
     const batch = await stack.app.inject({ method: 'POST', url: '/v1/events/batch', headers: o.headers, payload: { events } });
     expect(batch.json().ingested).toBe(6);
 
@@ -156,6 +211,11 @@ describe('GET /v1/customers/{id}/current_usage', () => {
         filters: [{ values: { region: ['eu'] }, units: '2.0000', events_count: 2, amount_cents: '2.0000' }],
       },
     ]);
-    expect(usage).toMatchObject({ amount_cents: '222.0000', taxes_amount_cents: '0.0000', total_amount_cents: '222.0000', currency: 'USD' });
+    expect(usage).toMatchObject({
+      amount_cents: '222.0000',
+      taxes_amount_cents: '0.0000',
+      total_amount_cents: '222.0000',
+      currency: 'USD',
+    });
   });
 });

@@ -18,7 +18,18 @@ import type { FeeResource, InvoiceResource } from '../../src/resources/invoice';
 import type { SettlementResource } from '../../src/resources/settlement';
 import type { WalletResource } from '../../src/resources/wallet';
 import type { WalletTransactionResource } from '../../src/resources/wallet-transaction';
-import { eventually, expectError, expectUnknownFields, expectValidationError, ISO_MS_UTC, sleep, UUID, injectAs, ok, type Method } from '../support/http';
+import {
+  eventually,
+  expectError,
+  expectUnknownFields,
+  expectValidationError,
+  ISO_MS_UTC,
+  sleep,
+  UUID,
+  injectAs,
+  ok,
+  type Method,
+} from '../support/http';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
 import { startStackWorker, type StackWorker } from '../support/worker';
 
@@ -58,12 +69,20 @@ const call = (org: TestOrganization, method: Method, url: string, payload?: unkn
 
 async function newOrg(overrides: Record<string, unknown> = {}): Promise<TestOrganization & { prefix: string }> {
   const prefix = `T${randomUUID().replaceAll('-', '').slice(0, 5).toUpperCase()}`;
-  const org = await createOrganization(stack.app, { name: `Invoice Org ${prefix}`, timezone: 'UTC', document_number_prefix: prefix, ...overrides });
+  const org = await createOrganization(stack.app, {
+    name: `Invoice Org ${prefix}`,
+    timezone: 'UTC',
+    document_number_prefix: prefix,
+    ...overrides,
+  });
   return { ...org, prefix };
 }
 
 async function newCustomer(org: TestOrganization, extra: Record<string, unknown> = {}): Promise<CustomerResource> {
-  return ok<CustomerResource>(await call(org, 'POST', '/v1/customers', { external_id: `cus_${randomUUID()}`, currency: 'USD', ...extra }), 201);
+  return ok<CustomerResource>(
+    await call(org, 'POST', '/v1/customers', { external_id: `cus_${randomUUID()}`, currency: 'USD', ...extra }),
+    201,
+  );
 }
 
 type Line = { add_on_code?: string; description?: string; quantity?: string; unit_price?: string };
@@ -73,7 +92,8 @@ async function oneOff(org: TestOrganization, customerId: string, lineItems: Line
 }
 
 const getInvoice = (org: TestOrganization, id: string) => call(org, 'GET', `/v1/invoices/${id}`);
-const action = (org: TestOrganization, id: string, name: 'finalize' | 'pay' | 'void' | 'refresh') => call(org, 'POST', `/v1/invoices/${id}/${name}`);
+const action = (org: TestOrganization, id: string, name: 'finalize' | 'pay' | 'void' | 'refresh') =>
+  call(org, 'POST', `/v1/invoices/${id}/${name}`);
 const remove = (org: TestOrganization, id: string) => call(org, 'DELETE', `/v1/invoices/${id}`);
 
 /** The workflow finalizes asynchronously: poll until the invoice reaches one of `statuses`. */
@@ -109,7 +129,12 @@ async function waitForEvents(organizationId: string, invoiceId: string, expected
   );
 }
 
-async function createTax(org: TestOrganization, code: string, rate: string, appliedToOrganization = false): Promise<{ id: string; code: string }> {
+async function createTax(
+  org: TestOrganization,
+  code: string,
+  rate: string,
+  appliedToOrganization = false,
+): Promise<{ id: string; code: string }> {
   return ok(await call(org, 'POST', '/v1/taxes', { code, name: code, rate, applied_to_organization: appliedToOrganization }), 201);
 }
 
@@ -117,12 +142,28 @@ async function applyTax(org: TestOrganization, taxCode: string, taxableType: 'cu
   ok(await call(org, 'POST', '/v1/taxes/apply', { tax_code: taxCode, taxable_type: taxableType, taxable_id: taxableId }), 201);
 }
 
-async function createAddOn(org: TestOrganization, code: string, amountCents: string, extra: Record<string, unknown> = {}): Promise<{ id: string; code: string }> {
-  return ok(await call(org, 'POST', '/v1/add_ons', { code, name: `Add-on ${code}`, amount_cents: amountCents, amount_currency: 'USD', ...extra }), 201);
+async function createAddOn(
+  org: TestOrganization,
+  code: string,
+  amountCents: string,
+  extra: Record<string, unknown> = {},
+): Promise<{ id: string; code: string }> {
+  return ok(
+    await call(org, 'POST', '/v1/add_ons', { code, name: `Add-on ${code}`, amount_cents: amountCents, amount_currency: 'USD', ...extra }),
+    201,
+  );
 }
 
 async function createWallet(org: TestOrganization, customerId: string, credits: string, priority: number): Promise<WalletResource> {
-  const wallet = ok<WalletResource>(await call(org, 'POST', '/v1/wallets', { customer_id: customerId, name: `w-${priority}-${credits}`, priority, initial_granted_credits: credits }), 201);
+  const wallet = ok<WalletResource>(
+    await call(org, 'POST', '/v1/wallets', {
+      customer_id: customerId,
+      name: `w-${priority}-${credits}`,
+      priority,
+      initial_granted_credits: credits,
+    }),
+    201,
+  );
   // Creation dates are the consumption order within a priority: keep them distinct.
   await sleep(15);
   return wallet;
@@ -141,7 +182,14 @@ const settlementTuples = (rows: SettlementResource[]) => rows.map((r) => [r.sett
 
 /** A finalized credit note of `amount` on `fee` of a finalized invoice. */
 async function finalizedCreditNote(org: TestOrganization, invoiceId: string, feeId: string, amount: string): Promise<CreditNoteResource> {
-  const created = ok<CreditNoteResource>(await call(org, 'POST', '/v1/credit_notes', { invoice_id: invoiceId, reason: 'order_change', items: [{ fee_id: feeId, amount_cents: amount }] }), 201);
+  const created = ok<CreditNoteResource>(
+    await call(org, 'POST', '/v1/credit_notes', {
+      invoice_id: invoiceId,
+      reason: 'order_change',
+      items: [{ fee_id: feeId, amount_cents: amount }],
+    }),
+    201,
+  );
   const finalized = ok<CreditNoteResource>(await call(org, 'POST', `/v1/credit_notes/${created.id}/finalize`));
   expect(finalized).toMatchObject({ status: 'finalized', balance_amount_cents: s4(amount) });
   return finalized;
@@ -215,13 +263,22 @@ describe('one-off invoice totals: taxes', () => {
       taxes_amount_cents: s4(tax1),
       total_amount_cents: s4(line1.plus(tax1)),
     });
-    expect(fees[1]).toMatchObject({ units: s4(3), unit_amount_cents: s4('333.3333'), amount_cents: s4(line2), taxes_amount_cents: s4(tax2) });
+    expect(fees[1]).toMatchObject({
+      units: s4(3),
+      unit_amount_cents: s4('333.3333'),
+      amount_cents: s4(line2),
+      taxes_amount_cents: s4(tax2),
+    });
     for (const fee of fees) {
       expect(fee.applied_taxes.map((t) => t.tax_code)).toEqual(['VAT20']);
       expect(dec(fee.applied_taxes[0]!.tax_rate).equals('0.2')).toBe(true);
     }
     expect(invoice.applied_taxes).toHaveLength(1);
-    expect(invoice.applied_taxes[0]).toMatchObject({ tax_code: 'VAT20', fees_amount_cents: s4(line1.plus(line2)), amount_cents: s4(taxAmount) });
+    expect(invoice.applied_taxes[0]).toMatchObject({
+      tax_code: 'VAT20',
+      fees_amount_cents: s4(line1.plus(line2)),
+      amount_cents: s4(taxAmount),
+    });
   });
 
   it("a customer-level tax replaces the organization's (levels never add up)", async () => {
@@ -250,7 +307,14 @@ describe('one-off invoice totals: taxes', () => {
     expect(invoice).toMatchObject({ subtotal: s4(subtotal), tax_amount: s4(taxAmount), total: s4(subtotal.plus(taxAmount)) });
     expect(invoice.total).toBe('11600.0000');
     const [first, second] = invoice.fees!;
-    expect(first).toMatchObject({ add_on_id: addOn.id, invoice_display_name: 'Premium support', units: s4(2), unit_amount_cents: s4(5000), amount_cents: s4(addOnLine), taxes_amount_cents: s4(addOnTax) });
+    expect(first).toMatchObject({
+      add_on_id: addOn.id,
+      invoice_display_name: 'Premium support',
+      units: s4(2),
+      unit_amount_cents: s4(5000),
+      amount_cents: s4(addOnLine),
+      taxes_amount_cents: s4(addOnTax),
+    });
     expect(first!.applied_taxes.map((t) => t.tax_code)).toEqual(['ADDON5']);
     expect(second).toMatchObject({ add_on_id: null, amount_cents: s4(freeLine), taxes_amount_cents: s4(freeTax) });
     expect(second!.applied_taxes.map((t) => t.tax_code)).toEqual(['CUST10']);
@@ -286,7 +350,12 @@ describe('one-off invoice totals: taxes', () => {
   });
 
   it('POST /v1/add_ons/apply bills the add-on on an add_on invoice, with units and an amount override', async () => {
-    const res = await call(org, 'POST', '/v1/add_ons/apply', { add_on_code: 'premium', customer_id: taxedCustomer.external_id, units: '3', amount_cents: '250.5' });
+    const res = await call(org, 'POST', '/v1/add_ons/apply', {
+      add_on_code: 'premium',
+      customer_id: taxedCustomer.external_id,
+      units: '3',
+      amount_cents: '250.5',
+    });
     const invoice = ok<InvoiceResource>(res, 201);
     // 3 x 250.5 (the override replaces the add-on's 5000) = 751.5; 5 % add-on tax = 37.575.
     const line = fee4(dec('250.5').times(3));
@@ -304,10 +373,20 @@ describe('one-off invoice totals: taxes', () => {
     });
     expect(invoice.total).toBe('790.0000');
     expect(invoice.fees).toHaveLength(1);
-    expect(invoice.fees![0]).toMatchObject({ fee_type: 'add_on', add_on_id: addOn.id, units: s4(3), unit_amount_cents: s4('250.5'), amount_cents: s4(line), taxes_amount_cents: s4(tax) });
+    expect(invoice.fees![0]).toMatchObject({
+      fee_type: 'add_on',
+      add_on_id: addOn.id,
+      units: s4(3),
+      unit_amount_cents: s4('250.5'),
+      amount_cents: s4(line),
+      taxes_amount_cents: s4(tax),
+    });
 
     // Without overrides: one unit at the add-on's price, 5000 + 5 % = 5250.
-    const plainApply = ok<InvoiceResource>(await call(org, 'POST', '/v1/add_ons/apply', { add_on_code: addOn.id, customer_id: plain.id }), 201);
+    const plainApply = ok<InvoiceResource>(
+      await call(org, 'POST', '/v1/add_ons/apply', { add_on_code: addOn.id, customer_id: plain.id }),
+      201,
+    );
     expect(plainApply).toMatchObject({ invoice_type: 'add_on', subtotal: s4(5000), tax_amount: s4(250), total: s4(5250) });
     expect(plainApply.fees![0]).toMatchObject({ units: s4(1), unit_amount_cents: s4(5000) });
 
@@ -363,7 +442,11 @@ describe('one-off invoice totals: coupons (after taxes, on the pre-tax subtotal,
     // Finalization keeps the amounts and consumes both `once` coupons.
     const finalized = await waitForInvoice(org, draft.id, ['finalized']);
     expect(finalized).toMatchObject({ total: s4(total), coupons_amount_cents: s4(fixed.plus(pct)), number: `${org.prefix}-000001` });
-    await eventually(async () => ((await appliedCoupons(customer.id)).every(([, s]) => s === 'terminated') ? true : undefined), 10_000, 'coupons consumed');
+    await eventually(
+      async () => ((await appliedCoupons(customer.id)).every(([, s]) => s === 'terminated') ? true : undefined),
+      10_000,
+      'coupons consumed',
+    );
   });
 
   it('the same coupons applied in the other order give another discount: a percentage first, then the fixed amount', async () => {
@@ -487,7 +570,11 @@ describe('credit notes then wallets at finalization', () => {
     const after = await settlementsOf(org, invoice.id);
     expect(after).toHaveLength(5);
     expect(after.filter((s) => s.settlement_type === 'payment').map((s) => s.amount_cents)).toEqual([s4(total)]);
-    expect(await waitForEvents(org.id, invoice.id, ['invoice.created', 'invoice.finalized', 'invoice.paid'])).toEqual(['invoice.created', 'invoice.finalized', 'invoice.paid']);
+    expect(await waitForEvents(org.id, invoice.id, ['invoice.created', 'invoice.finalized', 'invoice.paid'])).toEqual([
+      'invoice.created',
+      'invoice.finalized',
+      'invoice.paid',
+    ]);
   });
 
   it('when the credit note and the wallets cover everything the invoice is paid at finalization (invoice.paid), by priority then age', async () => {
@@ -530,7 +617,11 @@ describe('credit notes then wallets at finalization', () => {
     expect(ok<CreditNoteResource>(await call(org, 'GET', `/v1/credit_notes/${note.id}`)).balance_amount_cents).toBe(s4(0));
 
     // invoice.paid exactly once, beside invoice.created and invoice.finalized.
-    expect(await waitForEvents(org.id, invoice.id, ['invoice.created', 'invoice.finalized', 'invoice.paid'])).toEqual(['invoice.created', 'invoice.finalized', 'invoice.paid']);
+    expect(await waitForEvents(org.id, invoice.id, ['invoice.created', 'invoice.finalized', 'invoice.paid'])).toEqual([
+      'invoice.created',
+      'invoice.finalized',
+      'invoice.paid',
+    ]);
     // A paid invoice cannot be paid again.
     expectInvalidTransition(await action(org, invoice.id, 'pay'));
   });
@@ -559,7 +650,13 @@ describe('lifecycle transitions through the API', () => {
     expect(refreshed).toMatchObject({ id: d.id, status: 'draft', total: s4(1000) });
 
     const finalized = ok<InvoiceResource>(await action(org, d.id, 'finalize'));
-    expect(finalized).toMatchObject({ status: 'finalized', payment_status: 'pending', metadata: { po: 'PO-7' }, net_payment_term: 10, total: s4(1000) });
+    expect(finalized).toMatchObject({
+      status: 'finalized',
+      payment_status: 'pending',
+      metadata: { po: 'PO-7' },
+      net_payment_term: 10,
+      total: s4(1000),
+    });
     expect(finalized.number).toMatch(new RegExp(`^${org.prefix}-\\d{6}$`));
     expect(finalized.invoice_number).toBe(finalized.number);
     expect(finalized.finalized_at).toMatch(ISO_MS_UTC);
@@ -586,7 +683,11 @@ describe('lifecycle transitions through the API', () => {
     expectInvalidTransition(await remove(org, d.id));
     expectInvalidTransition(await call(org, 'PUT', `/v1/invoices/${d.id}`, { net_payment_term: 5 }));
     expect(ok<InvoiceResource>(await getInvoice(org, d.id)).status).toBe('paid');
-    expect(await waitForEvents(org.id, d.id, ['invoice.created', 'invoice.finalized', 'invoice.paid'])).toEqual(['invoice.created', 'invoice.finalized', 'invoice.paid']);
+    expect(await waitForEvents(org.id, d.id, ['invoice.created', 'invoice.finalized', 'invoice.paid'])).toEqual([
+      'invoice.created',
+      'invoice.finalized',
+      'invoice.paid',
+    ]);
   });
 
   it('finalized: void; then void, pay, finalize and DELETE refused', async () => {
@@ -599,7 +700,11 @@ describe('lifecycle transitions through the API', () => {
     expectInvalidTransition(await remove(org, d.id));
     expect(ok<InvoiceResource>(await getInvoice(org, d.id)).status).toBe('voided');
     expect(await settlementsOf(org, d.id)).toEqual([]);
-    expect(await waitForEvents(org.id, d.id, ['invoice.created', 'invoice.finalized', 'invoice.voided'])).toEqual(['invoice.created', 'invoice.finalized', 'invoice.voided']);
+    expect(await waitForEvents(org.id, d.id, ['invoice.created', 'invoice.finalized', 'invoice.voided'])).toEqual([
+      'invoice.created',
+      'invoice.finalized',
+      'invoice.voided',
+    ]);
   });
 
   it('DELETE removes a draft: GET is 404, the list omits it, and every action on it is 404', async () => {
@@ -609,7 +714,9 @@ describe('lifecycle transitions through the API', () => {
     expectError(await getInvoice(org, d.id), 404, 'invoice_not_found');
     const list = ok<InvoiceResource[]>(await call(org, 'GET', '/v1/invoices?limit=1000'));
     expect(list.map((i) => i.id)).not.toContain(d.id);
-    expect(ok<InvoiceResource[]>(await call(org, 'GET', `/v1/invoices?status=draft&customer_id=${customer.id}`)).map((i) => i.id)).not.toContain(d.id);
+    expect(
+      ok<InvoiceResource[]>(await call(org, 'GET', `/v1/invoices?status=draft&customer_id=${customer.id}`)).map((i) => i.id),
+    ).not.toContain(d.id);
     expectError(await action(org, d.id, 'finalize'), 404, 'invoice_not_found');
     expectError(await remove(org, d.id), 404, 'invoice_not_found');
     expectError(await call(org, 'PUT', `/v1/invoices/${d.id}`, { metadata: {} }), 404, 'invoice_not_found');
@@ -712,8 +819,14 @@ describe('lists, fees, settlements, tenant isolation', () => {
     expect((await listIds(`?issuing_date_from=${day}`)).ids).toEqual(expected(day, null));
     expect((await listIds(`?issuing_date_from=${day}`)).ids).toContain(finalizedInv.id);
     expect((await listIds(`?issuing_date_to=${day}`)).ids).toEqual(expected(null, day));
-    expect(await listIds(`?issuing_date_from=${day}&issuing_date_to=${day}`)).toEqual({ ids: expected(day, day), total: String(expected(day, day).length) });
-    expect(await listIds(`?issuing_date_to=${shift(day, -1)}`)).toEqual({ ids: expected(null, shift(day, -1)), total: String(expected(null, shift(day, -1)).length) });
+    expect(await listIds(`?issuing_date_from=${day}&issuing_date_to=${day}`)).toEqual({
+      ids: expected(day, day),
+      total: String(expected(day, day).length),
+    });
+    expect(await listIds(`?issuing_date_to=${shift(day, -1)}`)).toEqual({
+      ids: expected(null, shift(day, -1)),
+      total: String(expected(null, shift(day, -1)).length),
+    });
     expect((await listIds(`?issuing_date_from=${shift(day, 2)}`)).ids).toEqual([]);
     expectValidationError(await call(org, 'GET', '/v1/invoices?issuing_date_from=21-11-2026'), 'issuing_date_from');
     expectValidationError(await call(org, 'GET', '/v1/invoices?status=open'), 'status');
@@ -729,18 +842,30 @@ describe('lists, fees, settlements, tenant isolation', () => {
     expect(rows.map((f) => f.amount_cents).sort()).toEqual([s4(200), s4(300)]);
 
     const byCustomer = await call(org, 'GET', `/v1/fees?customer_id=${c2.id}`);
-    expect(ok<FeeResource[]>(byCustomer).map((f) => f.invoice_id).sort()).toEqual([paidInv.id, voidedInv.id].sort());
+    expect(
+      ok<FeeResource[]>(byCustomer)
+        .map((f) => f.invoice_id)
+        .sort(),
+    ).toEqual([paidInv.id, voidedInv.id].sort());
     expect(byCustomer.headers['x-total-count']).toBe('2');
     const all = await call(org, 'GET', '/v1/fees?fee_type=add_on');
     expect(all.headers['x-total-count']).toBe('5');
     const charges = await call(org, 'GET', '/v1/fees?fee_type=charge');
     expect(ok<FeeResource[]>(charges)).toEqual([]);
     expect(charges.headers['x-total-count']).toBe('0');
-    expect(ok<FeeResource[]>(await call(org, 'GET', `/v1/fees?invoice_id=${paidInv.id}&fee_type=add_on`)).map((f) => f.add_on_id)).toHaveLength(1);
+    expect(
+      ok<FeeResource[]>(await call(org, 'GET', `/v1/fees?invoice_id=${paidInv.id}&fee_type=add_on`)).map((f) => f.add_on_id),
+    ).toHaveLength(1);
 
     const fee = ok<FeeResource>(await call(org, 'GET', `/v1/fees/${invoiceFees[0]!.id}`));
     expect(fee).toEqual(invoiceFees[0]);
-    expect(fee).toMatchObject({ invoice_id: finalizedInv.id, customer_id: c1.id, fee_type: 'add_on', amount_cents: s4(200), total_amount_cents: s4(200) });
+    expect(fee).toMatchObject({
+      invoice_id: finalizedInv.id,
+      customer_id: c1.id,
+      fee_type: 'add_on',
+      amount_cents: s4(200),
+      total_amount_cents: s4(200),
+    });
     expect(fee.id).toMatch(UUID);
     expectError(await call(org, 'GET', `/v1/fees/${randomUUID()}`), 404, 'fee_not_found');
   });
@@ -771,9 +896,17 @@ describe('lists, fees, settlements, tenant isolation', () => {
     expect(ok<InvoiceResource>(await getInvoice(org, draftInv.id))).toMatchObject({ status: 'draft', metadata: {} });
     expect(ok<InvoiceResource>(await getInvoice(org, finalizedInv.id)).status).toBe('finalized');
     // Nor can the other organization bill this organization's customer or add-on.
-    expectError(await call(other, 'POST', '/v1/invoices/one_off', { customer_id: c1.id, line_items: [{ description: 'x', unit_price: '1' }] }), 404, 'customer_not_found');
+    expectError(
+      await call(other, 'POST', '/v1/invoices/one_off', { customer_id: c1.id, line_items: [{ description: 'x', unit_price: '1' }] }),
+      404,
+      'customer_not_found',
+    );
     const otherCustomer = await newCustomer(other);
-    expectError(await call(other, 'POST', '/v1/add_ons/apply', { add_on_code: 'setup', customer_id: otherCustomer.id }), 404, 'add_on_not_found');
+    expectError(
+      await call(other, 'POST', '/v1/add_ons/apply', { add_on_code: 'setup', customer_id: otherCustomer.id }),
+      404,
+      'add_on_not_found',
+    );
   });
 
   it('the Idempotency-Key header makes one-off creation idempotent', async () => {
@@ -809,11 +942,24 @@ describe('validation of one-off invoices and add_ons/apply', () => {
       await post({ customer_id: customer.id, line_items: [{ description: 'ok', unit_price: '1' }, { quantity: '1' }] }),
       'line_items.1',
     );
-    expectUnknownFields(await post({ customer_id: customer.id, line_items: [{ description: 'x', unit_price: '100', colour: 'red' }] }), ['colour']);
-    expectUnknownFields(await post({ customer_id: customer.id, line_items: [{ description: 'x', unit_price: '100' }], discount: 5 }), ['discount']);
-    expectValidationError(await post({ customer_id: customer.id, line_items: [{ description: 'x', unit_price: '1.12345' }] }), 'line_items.0.unit_price');
-    expectValidationError(await post({ customer_id: customer.id, line_items: [{ description: 'x', unit_price: '1', quantity: '0.00001' }] }), 'line_items.0.quantity');
-    expectValidationError(await post({ customer_id: customer.id, line_items: [{ description: 'x', unit_price: '-1' }] }), 'line_items.0.unit_price');
+    expectUnknownFields(await post({ customer_id: customer.id, line_items: [{ description: 'x', unit_price: '100', colour: 'red' }] }), [
+      'colour',
+    ]);
+    expectUnknownFields(await post({ customer_id: customer.id, line_items: [{ description: 'x', unit_price: '100' }], discount: 5 }), [
+      'discount',
+    ]);
+    expectValidationError(
+      await post({ customer_id: customer.id, line_items: [{ description: 'x', unit_price: '1.12345' }] }),
+      'line_items.0.unit_price',
+    );
+    expectValidationError(
+      await post({ customer_id: customer.id, line_items: [{ description: 'x', unit_price: '1', quantity: '0.00001' }] }),
+      'line_items.0.quantity',
+    );
+    expectValidationError(
+      await post({ customer_id: customer.id, line_items: [{ description: 'x', unit_price: '-1' }] }),
+      'line_items.0.unit_price',
+    );
     expectValidationError(await post({ customer_id: customer.id, line_items: [] }), 'line_items');
     expectValidationError(await post({ line_items: [{ description: 'x', unit_price: '1' }] }), 'customer_id');
     expect(await count()).toBe(before);
@@ -825,8 +971,13 @@ describe('validation of one-off invoices and add_ons/apply', () => {
     expectError(await post({ customer_id: randomUUID(), line_items: [{ description: 'x', unit_price: '1' }] }), 404, 'customer_not_found');
     expectError(await call(org, 'POST', '/v1/add_ons/apply', { add_on_code: 'nope', customer_id: customer.id }), 404, 'add_on_not_found');
     expectError(await call(org, 'POST', '/v1/add_ons/apply', { add_on_code: 'known', customer_id: 'nobody' }), 404, 'customer_not_found');
-    expectValidationError(await call(org, 'POST', '/v1/add_ons/apply', { add_on_code: 'known', customer_id: customer.id, amount_cents: '1.00001' }), 'amount_cents');
-    expectUnknownFields(await call(org, 'POST', '/v1/add_ons/apply', { add_on_code: 'known', customer_id: customer.id, quantity: 2 }), ['quantity']);
+    expectValidationError(
+      await call(org, 'POST', '/v1/add_ons/apply', { add_on_code: 'known', customer_id: customer.id, amount_cents: '1.00001' }),
+      'amount_cents',
+    );
+    expectUnknownFields(await call(org, 'POST', '/v1/add_ons/apply', { add_on_code: 'known', customer_id: customer.id, quantity: 2 }), [
+      'quantity',
+    ]);
     expect(await count()).toBe(before);
   });
 });

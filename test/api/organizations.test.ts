@@ -140,7 +140,9 @@ describe('GET and PUT /v1/organizations/current', () => {
 
   it('updates the given fields, keeps the others, and persists the change', async () => {
     const org = await createOrganization(stack.app, { name: 'Umbrella', email: 'a@umbrella.example', city: 'Raccoon City' });
-    const before = (await stack.app.inject({ method: 'GET', url: '/v1/organizations/current', headers: org.headers })).json<OrganizationResource>();
+    const before = (
+      await stack.app.inject({ method: 'GET', url: '/v1/organizations/current', headers: org.headers })
+    ).json<OrganizationResource>();
     await sleep(5);
 
     const changes = {
@@ -167,7 +169,9 @@ describe('GET and PUT /v1/organizations/current', () => {
 
   it('an empty body changes nothing', async () => {
     const org = await createOrganization(stack.app, { name: 'Stable Org' });
-    const before = (await stack.app.inject({ method: 'GET', url: '/v1/organizations/current', headers: org.headers })).json<OrganizationResource>();
+    const before = (
+      await stack.app.inject({ method: 'GET', url: '/v1/organizations/current', headers: org.headers })
+    ).json<OrganizationResource>();
     const res = await stack.app.inject({ method: 'PUT', url: '/v1/organizations/current', headers: org.headers, payload: {} });
     expect(res.statusCode, res.body).toBe(200);
     const { updated_at: _u, ...rest } = res.json<OrganizationResource>();

@@ -20,7 +20,8 @@ type Headers = Record<string, string>;
 const api = {
   create: (payload: unknown, headers: Headers = org.headers) =>
     stack.app.inject({ method: 'POST', url: '/v1/plans', headers, payload: payload as Record<string, unknown> }),
-  get: (id: string, headers: Headers = org.headers) => stack.app.inject({ method: 'GET', url: `/v1/plans/${encodeURIComponent(id)}`, headers }),
+  get: (id: string, headers: Headers = org.headers) =>
+    stack.app.inject({ method: 'GET', url: `/v1/plans/${encodeURIComponent(id)}`, headers }),
   list: (query = '', headers: Headers = org.headers) => stack.app.inject({ method: 'GET', url: `/v1/plans${query}`, headers }),
   update: (id: string, payload: unknown, headers: Headers = org.headers) =>
     stack.app.inject({ method: 'PUT', url: `/v1/plans/${encodeURIComponent(id)}`, headers, payload: payload as Record<string, unknown> }),
@@ -173,7 +174,12 @@ describe('create and read', () => {
         expect(res.json()).toEqual(plan);
       }
     }
-    const slash = await stack.app.inject({ method: 'POST', url: '/v1/plans/', headers: org.headers, payload: { code: nextCode(), name: 'x', interval: 'weekly' } });
+    const slash = await stack.app.inject({
+      method: 'POST',
+      url: '/v1/plans/',
+      headers: org.headers,
+      payload: { code: nextCode(), name: 'x', interval: 'weekly' },
+    });
     expect(slash.statusCode, slash.body).toBe(201);
     const list = await stack.app.inject({ method: 'GET', url: '/v1/plans/', headers: org.headers });
     expect(list.statusCode).toBe(200);
@@ -221,7 +227,8 @@ describe('create and read', () => {
     expect(weekly.json<PlanResource[]>().map((p) => p.id)).toEqual([made[3]!.id, made[1]!.id]);
     expect(weekly.headers['x-total-count']).toBe('2');
     expect((await api.list('?currency=eur', own.headers)).json<PlanResource[]>().map((p) => p.id)).toEqual([made[4]!.id]);
-    for (const q of ['?limit=0', '?limit=1001', '?skip=-1', '?interval=daily']) expectError(await api.list(q, own.headers), 422, 'validation_error');
+    for (const q of ['?limit=0', '?limit=1001', '?skip=-1', '?interval=daily'])
+      expectError(await api.list(q, own.headers), 422, 'validation_error');
   });
 });
 
@@ -239,15 +246,35 @@ describe('validation', () => {
     ['a negative trial', { trial_period_days: -1 }, 'trial_period_days'],
     ['charges that are not an array', { charges: {} }, 'charges'],
     ['a charge that is not an object', { charges: [5] }, 'charges.0'],
-    ['a charge without billable_metric_id', { charges: [{ charge_model: 'standard', properties: { amount: '1' } }] }, 'charges.0.billable_metric_id'],
-    ['an unknown charge model', { charges: [{ billable_metric_id: 'x', charge_model: 'tiered', properties: {} }] }, 'charges.0.charge_model'],
+    [
+      'a charge without billable_metric_id',
+      { charges: [{ charge_model: 'standard', properties: { amount: '1' } }] },
+      'charges.0.billable_metric_id',
+    ],
+    [
+      'an unknown charge model',
+      { charges: [{ billable_metric_id: 'x', charge_model: 'tiered', properties: {} }] },
+      'charges.0.charge_model',
+    ],
     ['a charge without charge_model', { charges: [{ billable_metric_id: 'x', properties: {} }] }, 'charges.0.charge_model'],
     ['pay_in_advance that is not a boolean', { charges: [{ ...standard('x'), pay_in_advance: 'yes' }] }, 'charges.0.pay_in_advance'],
     ['a negative min_amount_cents', { charges: [{ ...standard('x'), min_amount_cents: '-1' }] }, 'charges.0.min_amount_cents'],
-    ['max_amount_cents with 5 fractional digits', { charges: [{ ...standard('x'), max_amount_cents: '1.00001' }] }, 'charges.0.max_amount_cents'],
+    [
+      'max_amount_cents with 5 fractional digits',
+      { charges: [{ ...standard('x'), max_amount_cents: '1.00001' }] },
+      'charges.0.max_amount_cents',
+    ],
     ['filters that are not an array', { charges: [{ ...standard('x'), filters: { region: ['eu'] } }] }, 'charges.0.filters'],
-    ['a filter without values', { charges: [{ ...standard('x'), filters: [{ properties: { amount: '1' } }] }] }, 'charges.0.filters.0.values'],
-    ['a filter with no key', { charges: [{ ...standard('x'), filters: [{ values: {}, properties: { amount: '1' } }] }] }, 'charges.0.filters.0.values'],
+    [
+      'a filter without values',
+      { charges: [{ ...standard('x'), filters: [{ properties: { amount: '1' } }] }] },
+      'charges.0.filters.0.values',
+    ],
+    [
+      'a filter with no key',
+      { charges: [{ ...standard('x'), filters: [{ values: {}, properties: { amount: '1' } }] }] },
+      'charges.0.filters.0.values',
+    ],
     [
       'a filter key with no value',
       { charges: [{ ...standard('x'), filters: [{ values: { region: [] }, properties: { amount: '1' } }] }] },
@@ -372,7 +399,12 @@ describe('charge models', () => {
     const plan = await createPlan({ charges: [{ billable_metric_id: regionMetric.id, charge_model: 'dynamic' }] });
     expect(plan.charges[0]!.properties).toEqual({ price_field: 'unit_price', quantity_field: 'quantity' });
     expectValidationError(
-      await api.create({ code: nextCode(), name: 'x', interval: 'monthly', charges: [{ billable_metric_id: regionMetric.id, charge_model: 'standard' }] }),
+      await api.create({
+        code: nextCode(),
+        name: 'x',
+        interval: 'monthly',
+        charges: [{ billable_metric_id: regionMetric.id, charge_model: 'standard' }],
+      }),
       'charges.0.properties.amount',
     );
   });
@@ -537,8 +569,16 @@ describe('charges and their billable metric', () => {
   });
 
   it.each([
-    ['a key the metric does not declare', [{ values: { country: ['fr'] }, properties: { amount: '1' } }], 'charges.0.filters.0.values.country'],
-    ['a value the metric does not declare', [{ values: { region: ['eu', 'mars'] }, properties: { amount: '1' } }], 'charges.0.filters.0.values.region.1'],
+    [
+      'a key the metric does not declare',
+      [{ values: { country: ['fr'] }, properties: { amount: '1' } }],
+      'charges.0.filters.0.values.country',
+    ],
+    [
+      'a value the metric does not declare',
+      [{ values: { region: ['eu', 'mars'] }, properties: { amount: '1' } }],
+      'charges.0.filters.0.values.region.1',
+    ],
     [
       'two filters with the same values',
       [
@@ -547,9 +587,18 @@ describe('charges and their billable metric', () => {
       ],
       'charges.0.filters.1.values',
     ],
-    ['the all-values marker (not a declared value)', [{ values: { region: ['__ALL_FILTER_VALUES__'] }, properties: { amount: '1' } }], 'charges.0.filters.0.values.region.0'],
+    [
+      'the all-values marker (not a declared value)',
+      [{ values: { region: ['__ALL_FILTER_VALUES__'] }, properties: { amount: '1' } }],
+      'charges.0.filters.0.values.region.0',
+    ],
   ])('is 422 for a filter with %s', async (_what, filters, path) => {
-    const res = await api.create({ code: nextCode(), name: 'x', interval: 'monthly', charges: [{ ...standard(regionMetric.id), filters }] });
+    const res = await api.create({
+      code: nextCode(),
+      name: 'x',
+      interval: 'monthly',
+      charges: [{ ...standard(regionMetric.id), filters }],
+    });
     expectValidationError(res, path);
   });
 
@@ -580,7 +629,12 @@ describe('charges and their billable metric', () => {
 
   it.each(['max', 'latest', 'weighted_sum'])('refuses pay_in_advance for a %s metric', async (aggregation) => {
     const metric = await createMetric({ aggregation_type: aggregation, field_name: 'value' });
-    const res = await api.create({ code: nextCode(), name: 'x', interval: 'monthly', charges: [standard(metric.id, { pay_in_advance: true })] });
+    const res = await api.create({
+      code: nextCode(),
+      name: 'x',
+      interval: 'monthly',
+      charges: [standard(metric.id, { pay_in_advance: true })],
+    });
     const body = expectValidationError(res, 'charges.0.pay_in_advance');
     expect(body.message).toContain(aggregation);
   });
@@ -596,7 +650,15 @@ describe('charges and their billable metric', () => {
   });
 
   it.each([
-    ['a volume charge in advance', { charge_model: 'volume', properties: { volume_ranges: [{ from_value: 0, per_unit_amount: '1', flat_amount: '0' }] }, pay_in_advance: true }, 'charges.0.pay_in_advance'],
+    [
+      'a volume charge in advance',
+      {
+        charge_model: 'volume',
+        properties: { volume_ranges: [{ from_value: 0, per_unit_amount: '1', flat_amount: '0' }] },
+        pay_in_advance: true,
+      },
+      'charges.0.pay_in_advance',
+    ],
     ['a minimum on a pay-in-advance charge', { pay_in_advance: true, min_amount_cents: '10' }, 'charges.0.min_amount_cents'],
     ['a maximum on a pay-in-advance charge', { pay_in_advance: true, max_amount_cents: '10' }, 'charges.0.max_amount_cents'],
     ['a non-invoiceable charge in arrear', { invoiceable: false }, 'charges.0.invoiceable'],
@@ -637,11 +699,18 @@ describe('charges and their billable metric', () => {
       interval: 'monthly',
       charges: [
         standard(countMetric.id, { invoiceable: false }),
-        { ...standard(regionMetric.id, { min_amount_cents: '2', max_amount_cents: '1' }), filters: [{ values: { zone: ['a'] }, properties: { amount: '1' } }] },
+        {
+          ...standard(regionMetric.id, { min_amount_cents: '2', max_amount_cents: '1' }),
+          filters: [{ values: { zone: ['a'] }, properties: { amount: '1' } }],
+        },
       ],
     });
     const body = expectError(res, 422, 'validation_error');
-    expect(body.errors.map((e) => e.path).sort()).toEqual(['charges.0.invoiceable', 'charges.1.filters.0.values.zone', 'charges.1.max_amount_cents']);
+    expect(body.errors.map((e) => e.path).sort()).toEqual([
+      'charges.0.invoiceable',
+      'charges.1.filters.0.values.zone',
+      'charges.1.max_amount_cents',
+    ]);
   });
 });
 
@@ -652,7 +721,14 @@ describe('update', () => {
     const res = await api.update(plan.code, { name: 'Renamed', amount_cents: 2000, description: null });
     expect(res.statusCode, res.body).toBe(200);
     const updated = res.json<PlanResource>();
-    expect(updated).toMatchObject({ id: plan.id, name: 'Renamed', amount_cents: 2000, description: null, interval: 'monthly', charges: plan.charges });
+    expect(updated).toMatchObject({
+      id: plan.id,
+      name: 'Renamed',
+      amount_cents: 2000,
+      description: null,
+      interval: 'monthly',
+      charges: plan.charges,
+    });
     expect(updated.created_at).toBe(plan.created_at);
     expect(Date.parse(updated.updated_at)).toBeGreaterThan(Date.parse(plan.updated_at));
     expect((await api.get(plan.id)).json()).toEqual(updated);
@@ -661,7 +737,13 @@ describe('update', () => {
   it('replaces the charges: a charge given with its id keeps it, others get new ids, left-out ones are removed', async () => {
     const plan = await createPlan({
       charges: [
-        { ...standard(regionMetric.id), filters: [{ values: { region: ['eu'] }, properties: { amount: '7' } }, { values: { region: ['us'] }, properties: { amount: '8' } }] },
+        {
+          ...standard(regionMetric.id),
+          filters: [
+            { values: { region: ['eu'] }, properties: { amount: '7' } },
+            { values: { region: ['us'] }, properties: { amount: '8' } },
+          ],
+        },
         standard(countMetric.id),
       ],
     });
@@ -714,12 +796,20 @@ describe('update', () => {
   it('is 422 for a charge id given twice or a kept charge with another metric', async () => {
     const plan = await createPlan({ charges: [standard(countMetric.id)] });
     const id = plan.charges[0]!.id;
-    expectValidationError(await api.update(plan.id, { charges: [standard(countMetric.id, { id }), standard(countMetric.id, { id })] }), 'charges.1.id');
+    expectValidationError(
+      await api.update(plan.id, { charges: [standard(countMetric.id, { id }), standard(countMetric.id, { id })] }),
+      'charges.1.id',
+    );
     expectValidationError(await api.update(plan.id, { charges: [standard(regionMetric.id, { id })] }), 'charges.0.billable_metric_id');
   });
 
   it('refuses an id in a charge of a new plan, and unknown fields on update', async () => {
-    const res = await api.create({ code: nextCode(), name: 'x', interval: 'monthly', charges: [standard(countMetric.id, { id: randomUUID() })] });
+    const res = await api.create({
+      code: nextCode(),
+      name: 'x',
+      interval: 'monthly',
+      charges: [standard(countMetric.id, { id: randomUUID() })],
+    });
     expect(expectUnknownFields(res, ['id']).errors.map((e) => e.path)).toContain('charges.0.id');
     const plan = await createPlan();
     expect(expectUnknownFields(await api.update(plan.id, { colour: 'x' }), ['colour']).errors.map((e) => e.path)).toEqual(['colour']);
@@ -728,7 +818,9 @@ describe('update', () => {
   it('validates charges on update like on create', async () => {
     const plan = await createPlan();
     expectValidationError(
-      await api.update(plan.id, { charges: [{ billable_metric_id: countMetric.id, charge_model: 'package', properties: { amount: '1', package_size: -1 } }] }),
+      await api.update(plan.id, {
+        charges: [{ billable_metric_id: countMetric.id, charge_model: 'package', properties: { amount: '1', package_size: -1 } }],
+      }),
       'charges.0.properties.package_size',
     );
     expectError(await api.update(plan.id, { charges: [standard('no_such_metric')] }), 404, 'billable_metric_not_found');

@@ -32,7 +32,8 @@ const uid = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
 type Headers = Record<string, string>;
 const post = (url: string, payload?: unknown, headers: Headers = org.headers) =>
   stack.app.inject({ method: 'POST', url, headers, ...(payload === undefined ? {} : { payload: payload as object }) });
-const put = (url: string, payload: unknown, headers: Headers = org.headers) => stack.app.inject({ method: 'PUT', url, headers, payload: payload as object });
+const put = (url: string, payload: unknown, headers: Headers = org.headers) =>
+  stack.app.inject({ method: 'PUT', url, headers, payload: payload as object });
 const get = (url: string, headers: Headers = org.headers) => stack.app.inject({ method: 'GET', url, headers });
 const del = (url: string, headers: Headers = org.headers) => stack.app.inject({ method: 'DELETE', url, headers });
 
@@ -104,7 +105,13 @@ async function eventsOf(subscriptionId: string): Promise<string[]> {
 
 /** One usage event of the file's metric (a standard charge of 5 cents per event on every plan). */
 async function usage(c: CustomerResource, sub: SubscriptionResource, at: Date): Promise<void> {
-  const res = await post('/v1/events', { transaction_id: uid('tx'), external_customer_id: c.external_id, external_subscription_id: sub.external_id, code: metric.code, timestamp: at.toISOString() });
+  const res = await post('/v1/events', {
+    transaction_id: uid('tx'),
+    external_customer_id: c.external_id,
+    external_subscription_id: sub.external_id,
+    code: metric.code,
+    timestamp: at.toISOString(),
+  });
   expect(res.statusCode, res.body).toBe(201);
 }
 
@@ -117,7 +124,9 @@ interface CreditNoteRow {
 async function creditNotesOf(invoiceId: string): Promise<CreditNoteRow[]> {
   const res = await get(`/v1/credit_notes?invoice_id=${invoiceId}`);
   expect(res.statusCode, res.body).toBe(200);
-  return res.json<CreditNoteResource[]>().map((n) => ({ invoice_id: n.invoice_id, reason: n.reason, credit_amount_cents: n.credit_amount_cents }));
+  return res
+    .json<CreditNoteResource[]>()
+    .map((n) => ({ invoice_id: n.invoice_id, reason: n.reason, credit_amount_cents: n.credit_amount_cents }));
 }
 
 /** Midnight UTC, `days` days before today (the organization's zone is UTC). */
@@ -131,7 +140,13 @@ async function weeklyStartedThreeDaysAgo(amountCents: number, extra: Record<stri
   const c = await customer();
   const p = await plan({ interval: 'weekly', amount_cents: amountCents });
   const startedAt = new Date(daysAgoAtMidnight(3).getTime() + 3_600_000);
-  const sub = await subscribe({ customer_id: c.id, plan_id: p.id, billing_time: 'anniversary', started_at: startedAt.toISOString(), ...extra });
+  const sub = await subscribe({
+    customer_id: c.id,
+    plan_id: p.id,
+    billing_time: 'anniversary',
+    started_at: startedAt.toISOString(),
+    ...extra,
+  });
   return { customer: c, plan: p, sub, startedAt };
 }
 
@@ -163,7 +178,8 @@ describe('POST /v1/subscriptions', () => {
       on_termination_action: 'generate_invoice',
     });
     expect(sub.id).toMatch(UUID);
-    for (const t of [sub.started_at, sub.created_at, sub.updated_at, sub.current_period_started_at, sub.current_period_ending_at]) expect(t).toMatch(ISO_MS_UTC);
+    for (const t of [sub.started_at, sub.created_at, sub.updated_at, sub.current_period_started_at, sub.current_period_ending_at])
+      expect(t).toMatch(ISO_MS_UTC);
     // started_at defaults to now; the first calendar period runs from it to the 1st of next month.
     const startedAt = Date.parse(sub.started_at);
     expect(startedAt).toBeGreaterThanOrEqual(before - 1000);
@@ -197,7 +213,13 @@ describe('POST /v1/subscriptions', () => {
     const p = await plan();
     const startedAt = new Date(Date.now() + 10 * DAY).toISOString();
     const sub = await subscribe({ customer_id: c.id, plan_id: p.id, started_at: startedAt });
-    expect(sub).toMatchObject({ status: 'pending', started_at: startedAt, current_period_started_at: null, current_period_ending_at: null, in_trial: false });
+    expect(sub).toMatchObject({
+      status: 'pending',
+      started_at: startedAt,
+      current_period_started_at: null,
+      current_period_ending_at: null,
+      in_trial: false,
+    });
     expect(await eventsOf(sub.id)).toEqual(['subscription.created']);
 
     // A pending subscription can be terminated; nothing was used, nothing is billed.
@@ -252,7 +274,11 @@ describe('POST /v1/subscriptions', () => {
 
     const sub = await subscribe({ customer_id: c.id, plan_id: p.id, started_at: startedAt.toISOString() });
     const currentMonth = new Date(Date.UTC(y, m, 1)).toISOString();
-    expect(sub).toMatchObject({ status: 'active', current_period_started_at: currentMonth, current_period_ending_at: new Date(Date.UTC(y, m + 1, 1)).toISOString() });
+    expect(sub).toMatchObject({
+      status: 'active',
+      current_period_started_at: currentMonth,
+      current_period_ending_at: new Date(Date.UTC(y, m + 1, 1)).toISOString(),
+    });
 
     const invoices = (await invoicesOf(sub.id)).reverse(); // oldest first
     expect(invoices.map((i) => [i.period_started_at, i.period_ended_at])).toEqual([
@@ -262,8 +288,16 @@ describe('POST /v1/subscriptions', () => {
     const first = await invoice(invoices[0]!.id);
     const second = await invoice(invoices[1]!.id);
     const prorated = 100 * (firstMonthDays - 14);
-    expect(first).toMatchObject({ invoice_type: 'subscription', currency: 'USD', fees_amount_cents: `${prorated}.0000`, subtotal: `${prorated}.0000`, total: `${prorated}.0000` });
-    expect(first.fees!.map((f) => [f.fee_type, f.amount_cents, f.units])).toEqual([['subscription', `${prorated}.0000`, `${firstMonthDays - 14}.0000`]]);
+    expect(first).toMatchObject({
+      invoice_type: 'subscription',
+      currency: 'USD',
+      fees_amount_cents: `${prorated}.0000`,
+      subtotal: `${prorated}.0000`,
+      total: `${prorated}.0000`,
+    });
+    expect(first.fees!.map((f) => [f.fee_type, f.amount_cents, f.units])).toEqual([
+      ['subscription', `${prorated}.0000`, `${firstMonthDays - 14}.0000`],
+    ]);
     expect(second).toMatchObject({ fees_amount_cents: `${amount}.0000`, total: `${amount}.0000` });
     expect(second.fees!.map((f) => [f.fee_type, f.amount_cents])).toEqual([['subscription', `${amount}.0000`]]);
     // Finalized at once (no grace period), numbered in period order.
@@ -294,15 +328,35 @@ describe('POST /v1/subscriptions', () => {
   it('answers 404 for an unknown customer or plan, also when they belong to another organization', async () => {
     const c = await customer();
     const p = await plan();
-    expectError(await post('/v1/subscriptions', { external_id: uid('sub'), customer_id: 'nobody', plan_id: p.id }), 404, 'customer_not_found');
-    expectError(await post('/v1/subscriptions', { external_id: uid('sub'), customer_id: c.id, plan_id: 'no-such-plan' }), 404, 'plan_not_found');
+    expectError(
+      await post('/v1/subscriptions', { external_id: uid('sub'), customer_id: 'nobody', plan_id: p.id }),
+      404,
+      'customer_not_found',
+    );
+    expectError(
+      await post('/v1/subscriptions', { external_id: uid('sub'), customer_id: c.id, plan_id: 'no-such-plan' }),
+      404,
+      'plan_not_found',
+    );
 
     const otherMetric = await post('/v1/billable_metrics', { code: uid('calls'), name: 'Calls', aggregation_type: 'count' }, other.headers);
     const otherPlan = await plan({}, other.headers, otherMetric.json<BillableMetricResource>().id);
     const otherCustomer = await customer(other.headers);
-    expectError(await post('/v1/subscriptions', { external_id: uid('sub'), customer_id: c.id, plan_id: otherPlan.id }), 404, 'plan_not_found');
-    expectError(await post('/v1/subscriptions', { external_id: uid('sub'), customer_id: c.id, plan_id: otherPlan.code }), 404, 'plan_not_found');
-    expectError(await post('/v1/subscriptions', { external_id: uid('sub'), customer_id: otherCustomer.id, plan_id: p.id }), 404, 'customer_not_found');
+    expectError(
+      await post('/v1/subscriptions', { external_id: uid('sub'), customer_id: c.id, plan_id: otherPlan.id }),
+      404,
+      'plan_not_found',
+    );
+    expectError(
+      await post('/v1/subscriptions', { external_id: uid('sub'), customer_id: c.id, plan_id: otherPlan.code }),
+      404,
+      'plan_not_found',
+    );
+    expectError(
+      await post('/v1/subscriptions', { external_id: uid('sub'), customer_id: otherCustomer.id, plan_id: p.id }),
+      404,
+      'customer_not_found',
+    );
   });
 
   it("refuses a plan in another currency than the customer's (422 on plan_id)", async () => {
@@ -346,13 +400,20 @@ describe('GET /v1/subscriptions', () => {
 
   beforeAll(async () => {
     lister = await createOrganization(stack.app, { name: 'Lister Org' });
-    const m = (await post('/v1/billable_metrics', { code: uid('calls'), name: 'Calls', aggregation_type: 'count' }, lister.headers)).json<BillableMetricResource>();
+    const m = (
+      await post('/v1/billable_metrics', { code: uid('calls'), name: 'Calls', aggregation_type: 'count' }, lister.headers)
+    ).json<BillableMetricResource>();
     [alice, bob] = [await customer(lister.headers), await customer(lister.headers)];
     basic = await plan({ amount_cents: 1000 }, lister.headers, m.id);
     premium = await plan({ amount_cents: 5000 }, lister.headers, m.id);
     subs.push(await subscribe({ external_id: 'l-1', customer_id: alice.id, plan_id: basic.id }, lister.headers));
     subs.push(await subscribe({ external_id: 'l-2', customer_id: alice.id, plan_id: premium.id }, lister.headers));
-    subs.push(await subscribe({ external_id: 'l-3', customer_id: bob.id, plan_id: basic.id, started_at: new Date(Date.now() + 5 * DAY).toISOString() }, lister.headers));
+    subs.push(
+      await subscribe(
+        { external_id: 'l-3', customer_id: bob.id, plan_id: basic.id, started_at: new Date(Date.now() + 5 * DAY).toISOString() },
+        lister.headers,
+      ),
+    );
     subs.push(await subscribe({ external_id: 'l-4', customer_id: bob.id, plan_id: premium.id }, lister.headers));
   });
 
@@ -413,7 +474,11 @@ describe('PUT /v1/subscriptions/{id}', () => {
     const invoices = await invoicesOf(sub.id);
     expect(invoices).toHaveLength(1);
     const billed = await invoice(invoices[0]!.id);
-    expect(billed).toMatchObject({ period_started_at: startedAt.toISOString(), period_ended_at: daysAgoAtMidnight(0).toISOString(), total: '3000.0000' });
+    expect(billed).toMatchObject({
+      period_started_at: startedAt.toISOString(),
+      period_ended_at: daysAgoAtMidnight(0).toISOString(),
+      total: '3000.0000',
+    });
     expect(billed.fees!.map((f) => [f.fee_type, f.amount_cents, f.units])).toEqual([['subscription', '3000.0000', '3.0000']]);
     expect(await eventsOf(sub.id)).toEqual(['subscription.created', 'subscription.plan_changed', 'subscription.started']);
     expect((await get(`/v1/subscriptions/${sub.id}`)).json<SubscriptionResource>().plan_id).toBe(higher.id);
@@ -428,7 +493,9 @@ describe('PUT /v1/subscriptions/{id}', () => {
     await usage(c, sub, new Date(startedAt.getTime() + DAY));
     await usage(c, sub, new Date(startedAt.getTime() + DAY));
     const [advance] = await invoicesOf(sub.id);
-    expect((await invoice(advance!.id)).fees!.map((f) => [f.fee_type, f.amount_cents, f.units])).toEqual([['subscription', '7000.0000', '7.0000']]);
+    expect((await invoice(advance!.id)).fees!.map((f) => [f.fee_type, f.amount_cents, f.units])).toEqual([
+      ['subscription', '7000.0000', '7.0000'],
+    ]);
 
     const higher = await plan({ interval: 'weekly', amount_cents: 14_000 });
     const res = await put(`/v1/subscriptions/${sub.id}`, { plan_id: higher.id });
@@ -436,15 +503,14 @@ describe('PUT /v1/subscriptions/{id}', () => {
     expect(res.json<SubscriptionResource>()).toMatchObject({ plan_id: higher.id, pay_in_advance: true });
 
     const invoices = (await invoicesOf(sub.id)).filter((i) => i.id !== advance!.id);
-    const fees = await Promise.all(invoices.map(async (i) => (await invoice(i.id)).fees!.map((f) => [f.fee_type, f.amount_cents, f.units])));
-    expect(fees).toEqual(
-      expect.arrayContaining([
-        [['charge', '10.0000', '2.0000']],
-        [['subscription', '8000.0000', '4.0000']],
-      ]),
+    const fees = await Promise.all(
+      invoices.map(async (i) => (await invoice(i.id)).fees!.map((f) => [f.fee_type, f.amount_cents, f.units])),
     );
+    expect(fees).toEqual(expect.arrayContaining([[['charge', '10.0000', '2.0000']], [['subscription', '8000.0000', '4.0000']]]));
     expect(fees).toHaveLength(2);
-    expect(await creditNotesOf(advance!.id)).toEqual([{ invoice_id: advance!.id, reason: 'order_change', credit_amount_cents: '4000.0000' }]);
+    expect(await creditNotesOf(advance!.id)).toEqual([
+      { invoice_id: advance!.id, reason: 'order_change', credit_amount_cents: '4000.0000' },
+    ]);
   });
 
   it('an equal yearly amount on another interval is an upgrade', async () => {
@@ -499,7 +565,10 @@ describe('PUT /v1/subscriptions/{id}', () => {
     expectValidationError(await put(`/v1/subscriptions/${sub.id}`, {}), 'plan_id');
     expectError(await put(`/v1/subscriptions/${randomUUID()}`, { plan_id: p.id }), 404, 'subscription_not_found');
     // Nothing changed.
-    expect((await get(`/v1/subscriptions/${sub.id}`)).json<SubscriptionResource>()).toMatchObject({ plan_id: p.id, previous_plan_id: null });
+    expect((await get(`/v1/subscriptions/${sub.id}`)).json<SubscriptionResource>()).toMatchObject({
+      plan_id: p.id,
+      previous_plan_id: null,
+    });
   });
 
   it('renames without touching the plan', async () => {
@@ -521,7 +590,12 @@ describe('POST /v1/subscriptions/{id}/cancel', () => {
     const res = await post(`/v1/subscriptions/${sub.id}/cancel?on_termination_action=skip`);
     expect(res.statusCode, res.body).toBe(200);
     const canceled = res.json<SubscriptionResource>();
-    expect(canceled).toMatchObject({ status: 'active', ending_at: sub.current_period_ending_at, on_termination_action: 'skip', terminated_at: null });
+    expect(canceled).toMatchObject({
+      status: 'active',
+      ending_at: sub.current_period_ending_at,
+      on_termination_action: 'skip',
+      terminated_at: null,
+    });
     expect(canceled.canceled_at).toMatch(ISO_MS_UTC);
     expect(Date.parse(canceled.canceled_at!)).toBeGreaterThanOrEqual(before - 1000);
     expect(await eventsOf(sub.id)).toEqual(['subscription.canceled', 'subscription.created', 'subscription.started']);
@@ -539,7 +613,10 @@ describe('POST /v1/subscriptions/{id}/cancel', () => {
     expectValidationError(await post(`/v1/subscriptions/${sub.id}/cancel?on_termination_action=refund`), 'on_termination_action');
     const res = await post(`/v1/subscriptions/${sub.external_id}/cancel`);
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json<SubscriptionResource>()).toMatchObject({ on_termination_action: 'generate_credit_note', ending_at: sub.current_period_ending_at });
+    expect(res.json<SubscriptionResource>()).toMatchObject({
+      on_termination_action: 'generate_credit_note',
+      ending_at: sub.current_period_ending_at,
+    });
 
     const pending = await subscribe({ customer_id: c.id, plan_id: p.id, started_at: new Date(Date.now() + 3 * DAY).toISOString() });
     expectError(await post(`/v1/subscriptions/${pending.id}/cancel`), 400, 'invalid_state_transition');
@@ -563,7 +640,12 @@ describe('DELETE /v1/subscriptions/{id}', () => {
     const invoices = await invoicesOf(sub.id);
     expect(invoices).toHaveLength(1);
     const billed = await invoice(invoices[0]!.id);
-    expect(billed).toMatchObject({ invoice_type: 'subscription', period_started_at: startedAt.toISOString(), period_ended_at: daysAgoAtMidnight(-1).toISOString(), total: '4000.0000' });
+    expect(billed).toMatchObject({
+      invoice_type: 'subscription',
+      period_started_at: startedAt.toISOString(),
+      period_ended_at: daysAgoAtMidnight(-1).toISOString(),
+      total: '4000.0000',
+    });
     expect(billed.fees!.map((f) => [f.fee_type, f.amount_cents, f.units])).toEqual([['subscription', '4000.0000', '4.0000']]);
     expect(await eventsOf(sub.id)).toEqual(['subscription.created', 'subscription.started', 'subscription.terminated']);
 
@@ -591,8 +673,12 @@ describe('DELETE /v1/subscriptions/{id}', () => {
     expect(res.json<SubscriptionResource>()).toMatchObject({ status: 'terminated', on_termination_action: 'generate_credit_note' });
     const invoices = (await invoicesOf(sub.id)).filter((i) => i.id !== advance!.id);
     expect(invoices).toHaveLength(1);
-    expect((await invoice(invoices[0]!.id)).fees!.map((f) => [f.fee_type, f.amount_cents, f.units])).toEqual([['charge', '5.0000', '1.0000']]);
-    expect(await creditNotesOf(advance!.id)).toEqual([{ invoice_id: advance!.id, reason: 'order_cancellation', credit_amount_cents: '3000.0000' }]);
+    expect((await invoice(invoices[0]!.id)).fees!.map((f) => [f.fee_type, f.amount_cents, f.units])).toEqual([
+      ['charge', '5.0000', '1.0000'],
+    ]);
+    expect(await creditNotesOf(advance!.id)).toEqual([
+      { invoice_id: advance!.id, reason: 'order_cancellation', credit_amount_cents: '3000.0000' },
+    ]);
   });
 
   // Pay in advance with no usage: nothing is left to bill, so no invoice (a regression test: an
@@ -637,7 +723,10 @@ describe('a subscription whose workflow never started', () => {
       status: 'pending',
       started_at: new Date(),
     });
-    draft.workflow_state = initialState(draft.toObject(), planSnapshot(planDoc!), 'UTC', { jitterWindowMs: 0, progressiveCheckMs: 3_600_000 }) as unknown as Record<string, unknown>;
+    draft.workflow_state = initialState(draft.toObject(), planSnapshot(planDoc!), 'UTC', {
+      jitterWindowMs: 0,
+      progressiveCheckMs: 3_600_000,
+    }) as unknown as Record<string, unknown>;
     await draft.save();
 
     const res = await post(`/v1/subscriptions/${draft._id}/cancel`);

@@ -25,7 +25,8 @@ const api = {
   create: (payload: unknown, headers: Headers = org.headers) => inject('POST', '/v1/taxes', headers, payload),
   get: (id: string, headers: Headers = org.headers) => inject('GET', `/v1/taxes/${encodeURIComponent(id)}`, headers),
   list: (query = '', headers: Headers = org.headers) => inject('GET', `/v1/taxes${query}`, headers),
-  update: (id: string, payload: unknown, headers: Headers = org.headers) => inject('PUT', `/v1/taxes/${encodeURIComponent(id)}`, headers, payload),
+  update: (id: string, payload: unknown, headers: Headers = org.headers) =>
+    inject('PUT', `/v1/taxes/${encodeURIComponent(id)}`, headers, payload),
   remove: (id: string, headers: Headers = org.headers) => inject('DELETE', `/v1/taxes/${encodeURIComponent(id)}`, headers),
   apply: (payload: unknown, headers: Headers = org.headers) => inject('POST', '/v1/taxes/apply', headers, payload),
   applied: (query: Record<string, string>, headers: Headers = org.headers) =>
@@ -67,7 +68,12 @@ async function insertPlan(organizationId: string, deletedAt: Date | null = null)
   return plan;
 }
 
-async function applyTax(taxCode: string, taxableType: string, taxableId: string, headers: Headers = org.headers): Promise<AppliedTaxResource> {
+async function applyTax(
+  taxCode: string,
+  taxableType: string,
+  taxableId: string,
+  headers: Headers = org.headers,
+): Promise<AppliedTaxResource> {
   const res = await api.apply({ tax_code: taxCode, taxable_type: taxableType, taxable_id: taxableId }, headers);
   expect(res.statusCode, res.body).toBe(201);
   return res.json<AppliedTaxResource>();
@@ -110,7 +116,14 @@ describe('create and read', () => {
   });
 
   it('stores the rate as Decimal128 and keeps every field', async () => {
-    const payload = { code: nextCode('full'), name: 'Sales tax', rate: '0.0875', applied_to_organization: true, description: 'CA', category: 'sales' };
+    const payload = {
+      code: nextCode('full'),
+      name: 'Sales tax',
+      rate: '0.0875',
+      applied_to_organization: true,
+      description: 'CA',
+      category: 'sales',
+    };
     const res = await api.create(payload);
     expect(res.statusCode, res.body).toBe(201);
     expect(res.json()).toMatchObject({ ...payload, rate: '0.0875' });
@@ -241,7 +254,11 @@ describe('apply', () => {
     const customer = await createCustomer();
     const link = await applyTax(tax.code, 'customer', customer.external_id);
     expect(link.taxable_id).toBe(customer.id);
-    const body = expectError(await api.apply({ tax_code: tax.code, taxable_type: 'customer', taxable_id: customer.id }), 409, 'already_exists');
+    const body = expectError(
+      await api.apply({ tax_code: tax.code, taxable_type: 'customer', taxable_id: customer.id }),
+      409,
+      'already_exists',
+    );
     expect(body.message).toContain(tax.code);
     expect(await stack.db.models.AppliedTax.countDocuments({ tax_id: tax.id })).toBe(1);
   });
@@ -280,7 +297,12 @@ describe('apply', () => {
     await applyTax(levy.code, 'customer', customer.id);
     await applyTax(vat.code, 'add_on', addOn.id);
     const list = await api.applied({ taxable_type: 'customer', taxable_id: customer.id });
-    expect(list.json<AppliedTaxResource[]>().map((l) => l.tax_code).sort()).toEqual([vat.code, levy.code].sort());
+    expect(
+      list
+        .json<AppliedTaxResource[]>()
+        .map((l) => l.tax_code)
+        .sort(),
+    ).toEqual([vat.code, levy.code].sort());
   });
 
   it.each([
@@ -399,21 +421,24 @@ describe('delete', () => {
     expectError(await api.create({ code: tax.code, name: 'x', rate: '0.1' }), 409, 'already_exists');
   });
 
-  it.each(['customer', 'plan', 'charge', 'add_on'])('is 400 resource_in_use while applied to a live %s, 200 once the link is removed', async (type) => {
-    const tax = await createTax();
-    let taxableId: string;
-    if (type === 'customer') taxableId = (await createCustomer()).id;
-    else if (type === 'add_on') taxableId = (await createAddOn()).id;
-    else {
-      const plan = await insertPlan(org.id);
-      taxableId = type === 'plan' ? plan.id : plan.chargeId;
-    }
-    const link = await applyTax(tax.code, type, taxableId);
-    expectError(await api.remove(tax.id), 400, 'resource_in_use');
-    expect((await api.get(tax.id)).json<TaxResource>().deleted_at).toBeNull();
-    expect((await api.unapply(link.id)).statusCode).toBe(200);
-    expect((await api.remove(tax.id)).statusCode).toBe(200);
-  });
+  it.each(['customer', 'plan', 'charge', 'add_on'])(
+    'is 400 resource_in_use while applied to a live %s, 200 once the link is removed',
+    async (type) => {
+      const tax = await createTax();
+      let taxableId: string;
+      if (type === 'customer') taxableId = (await createCustomer()).id;
+      else if (type === 'add_on') taxableId = (await createAddOn()).id;
+      else {
+        const plan = await insertPlan(org.id);
+        taxableId = type === 'plan' ? plan.id : plan.chargeId;
+      }
+      const link = await applyTax(tax.code, type, taxableId);
+      expectError(await api.remove(tax.id), 400, 'resource_in_use');
+      expect((await api.get(tax.id)).json<TaxResource>().deleted_at).toBeNull();
+      expect((await api.unapply(link.id)).statusCode).toBe(200);
+      expect((await api.remove(tax.id)).statusCode).toBe(200);
+    },
+  );
 
   it('is allowed when the taxables are gone, and removes their leftover links', async () => {
     const tax = await createTax();
@@ -474,8 +499,16 @@ describe('tenant isolation', () => {
     const planOfA = await insertPlan(a.id);
     const addOnOfA = await createAddOn(a.headers);
     const customerOfB = await createCustomer(b.headers);
-    expectError(await api.apply({ tax_code: taxOfA.code, taxable_type: 'customer', taxable_id: customerOfB.id }, b.headers), 404, 'tax_not_found');
-    expectError(await api.apply({ tax_code: taxOfA.id, taxable_type: 'customer', taxable_id: customerOfB.id }, b.headers), 404, 'tax_not_found');
+    expectError(
+      await api.apply({ tax_code: taxOfA.code, taxable_type: 'customer', taxable_id: customerOfB.id }, b.headers),
+      404,
+      'tax_not_found',
+    );
+    expectError(
+      await api.apply({ tax_code: taxOfA.id, taxable_type: 'customer', taxable_id: customerOfB.id }, b.headers),
+      404,
+      'tax_not_found',
+    );
     const cases = [
       ['customer', customerOfA.id, 'customer_not_found'],
       ['customer', customerOfA.external_id, 'customer_not_found'],

@@ -78,8 +78,24 @@ interface Terms {
   walletCredits: string;
 }
 
-const TERMS_A: Terms = { label: 'A', taxRate: '0.2', addOnCents: 500, planCents: 1000, commitmentCents: '3000', couponCents: '100', walletCredits: '10' };
-const TERMS_B: Terms = { label: 'B', taxRate: '0.1', addOnCents: 700, planCents: 2000, commitmentCents: '5000', couponCents: '200', walletCredits: '25' };
+const TERMS_A: Terms = {
+  label: 'A',
+  taxRate: '0.2',
+  addOnCents: 500,
+  planCents: 1000,
+  commitmentCents: '3000',
+  couponCents: '100',
+  walletCredits: '10',
+};
+const TERMS_B: Terms = {
+  label: 'B',
+  taxRate: '0.1',
+  addOnCents: 700,
+  planCents: 2000,
+  commitmentCents: '5000',
+  couponCents: '200',
+  walletCredits: '25',
+};
 
 /** The one-off invoice both organizations order, under the shared Idempotency-Key. */
 const ONE_OFF_ORDER = { customer_id: SHARED.customer, line_items: [{ add_on_code: SHARED.addOn }] };
@@ -137,13 +153,27 @@ async function buildWorld(terms: Terms): Promise<World> {
     document_number_prefix: `TEN${terms.label}`,
     invoice_grace_period: 30,
   });
-  const post = <T>(url: string, body: unknown, headers: Record<string, string> = {}) => call(org, 'POST', url, body, headers).then((res) => ok<T>(res, 201));
+  const post = <T>(url: string, body: unknown, headers: Record<string, string> = {}) =>
+    call(org, 'POST', url, body, headers).then((res) => ok<T>(res, 201));
 
   const endpoint = await post<WebhookEndpointWithSecret>('/v1/webhook_endpoints', { url: receiver.url(SHARED.webhookPath) });
   const clock = await post<TestClockResource>('/v1/test_clocks', { name: SHARED.clockName, frozen_time: '2031-01-01T00:00:00Z' });
-  const tax = await post<TaxResource>('/v1/taxes', { code: SHARED.tax, name: `VAT ${terms.label}`, rate: terms.taxRate, applied_to_organization: true });
-  const customer = await post<CustomerResource>('/v1/customers', { external_id: SHARED.customer, name: `Customer of ${terms.label}`, currency: 'USD' });
-  const metric = await post<BillableMetricResource>('/v1/billable_metrics', { code: SHARED.metric, name: `Calls ${terms.label}`, aggregation_type: 'count' });
+  const tax = await post<TaxResource>('/v1/taxes', {
+    code: SHARED.tax,
+    name: `VAT ${terms.label}`,
+    rate: terms.taxRate,
+    applied_to_organization: true,
+  });
+  const customer = await post<CustomerResource>('/v1/customers', {
+    external_id: SHARED.customer,
+    name: `Customer of ${terms.label}`,
+    currency: 'USD',
+  });
+  const metric = await post<BillableMetricResource>('/v1/billable_metrics', {
+    code: SHARED.metric,
+    name: `Calls ${terms.label}`,
+    aggregation_type: 'count',
+  });
   const plan = await post<PlanResource>('/v1/plans', {
     code: SHARED.plan,
     name: `Pro ${terms.label}`,
@@ -154,11 +184,19 @@ async function buildWorld(terms: Terms): Promise<World> {
   });
   const commitment = await post<CommitmentResource>(`/v1/plans/${SHARED.plan}/commitments`, { amount_cents: terms.commitmentCents });
   const threshold = await post<UsageThresholdResource>(`/v1/plans/${SHARED.plan}/usage_thresholds`, { amount_cents: '100000' });
-  const addOn = await post<AddOnResource>('/v1/add_ons', { code: SHARED.addOn, name: `Setup ${terms.label}`, amount_cents: terms.addOnCents });
+  const addOn = await post<AddOnResource>('/v1/add_ons', {
+    code: SHARED.addOn,
+    name: `Setup ${terms.label}`,
+    amount_cents: terms.addOnCents,
+  });
 
   const oneOff = await post<InvoiceResource>('/v1/invoices/one_off', ONE_OFF_ORDER, KEYED);
   const oneOffReplay = await post<InvoiceResource>('/v1/invoices/one_off', ONE_OFF_ORDER, KEYED);
-  const addOnInvoice = await post<InvoiceResource>('/v1/add_ons/apply', { add_on_code: SHARED.addOn, customer_id: SHARED.customer, units: '2' });
+  const addOnInvoice = await post<InvoiceResource>('/v1/add_ons/apply', {
+    add_on_code: SHARED.addOn,
+    customer_id: SHARED.customer,
+    units: '2',
+  });
   const finalized = ok<InvoiceResource>(await call(org, 'POST', `/v1/invoices/${addOnInvoice.id}/finalize`));
   const creditNote = await post<CreditNoteResource>('/v1/credit_notes', {
     invoice_id: addOnInvoice.id,
@@ -175,12 +213,31 @@ async function buildWorld(terms: Terms): Promise<World> {
     amount_currency: 'USD',
     reusable: false,
   });
-  const appliedCoupon = await post<AppliedCouponResource>('/v1/coupons/apply', { coupon_code: SHARED.coupon, customer_id: SHARED.customer });
+  const appliedCoupon = await post<AppliedCouponResource>('/v1/coupons/apply', {
+    coupon_code: SHARED.coupon,
+    customer_id: SHARED.customer,
+  });
   const customerTax = await post<TaxResource>('/v1/taxes', { code: SHARED.customerTax, name: `Local ${terms.label}`, rate: '0.05' });
-  const appliedTax = await post<AppliedTaxResource>('/v1/taxes/apply', { tax_code: SHARED.customerTax, taxable_type: 'customer', taxable_id: SHARED.customer });
-  const wallet = await post<WalletResource>('/v1/wallets', { customer_id: SHARED.customer, code: SHARED.wallet, initial_granted_credits: terms.walletCredits });
-  const subscription = await post<SubscriptionResource>('/v1/subscriptions', { external_id: SHARED.subscription, customer_id: SHARED.customer, plan_id: SHARED.plan });
-  const event = await post<EventResource>('/v1/events', { transaction_id: SHARED.transaction, external_customer_id: SHARED.customer, code: SHARED.metric });
+  const appliedTax = await post<AppliedTaxResource>('/v1/taxes/apply', {
+    tax_code: SHARED.customerTax,
+    taxable_type: 'customer',
+    taxable_id: SHARED.customer,
+  });
+  const wallet = await post<WalletResource>('/v1/wallets', {
+    customer_id: SHARED.customer,
+    code: SHARED.wallet,
+    initial_granted_credits: terms.walletCredits,
+  });
+  const subscription = await post<SubscriptionResource>('/v1/subscriptions', {
+    external_id: SHARED.subscription,
+    customer_id: SHARED.customer,
+    plan_id: SHARED.plan,
+  });
+  const event = await post<EventResource>('/v1/events', {
+    transaction_id: SHARED.transaction,
+    external_customer_id: SHARED.customer,
+    code: SHARED.metric,
+  });
 
   return {
     terms,
@@ -226,7 +283,7 @@ const pairs = (): [World, World][] => [
 // ---------------------------------------------------------------------------------------------
 
 describe('one-off invoices with one Idempotency-Key', () => {
-  it("each organization gets its own invoice: its own id, customer, tax and amounts", () => {
+  it('each organization gets its own invoice: its own id, customer, tax and amounts', () => {
     expect(b.oneOff.id).not.toBe(a.oneOff.id);
     for (const [own] of pairs()) {
       expect(own.oneOff).toMatchObject({
@@ -237,7 +294,9 @@ describe('one-off invoices with one Idempotency-Key', () => {
         ...expectedAmounts(own.terms, 1),
       });
       expect(own.oneOff.applied_taxes.map((t) => t.tax_id)).toEqual([own.tax.id]);
-      expect(own.oneOff.fees!.map((f) => ({ add_on_id: f.add_on_id, customer_id: f.customer_id }))).toEqual([{ add_on_id: own.addOn.id, customer_id: own.customer.id }]);
+      expect(own.oneOff.fees!.map((f) => ({ add_on_id: f.add_on_id, customer_id: f.customer_id }))).toEqual([
+        { add_on_id: own.addOn.id, customer_id: own.customer.id },
+      ]);
     }
   });
 
@@ -245,7 +304,12 @@ describe('one-off invoices with one Idempotency-Key', () => {
     for (const [own] of pairs()) {
       expect(own.oneOffReplay.id).toBe(own.oneOff.id);
       const again = ok<InvoiceResource>(await call(own.org, 'POST', '/v1/invoices/one_off', ONE_OFF_ORDER, KEYED), 201);
-      expect(again).toMatchObject({ id: own.oneOff.id, organization_id: own.org.id, customer_id: own.customer.id, total: own.oneOff.total });
+      expect(again).toMatchObject({
+        id: own.oneOff.id,
+        organization_id: own.org.id,
+        customer_id: own.customer.id,
+        total: own.oneOff.total,
+      });
     }
   });
 
@@ -259,7 +323,8 @@ describe('one-off invoices with one Idempotency-Key', () => {
       expectError(await call(own.org, 'POST', `/v1/invoices/${other.oneOff.id}/finalize`), 404, 'invoice_not_found');
     }
     // The refusals changed nothing: the one-off invoices are still drafts.
-    for (const [own] of pairs()) expect(ok<InvoiceResource>(await call(own.org, 'GET', `/v1/invoices/${own.oneOff.id}`)).status).toBe('draft');
+    for (const [own] of pairs())
+      expect(ok<InvoiceResource>(await call(own.org, 'GET', `/v1/invoices/${own.oneOff.id}`)).status).toBe('draft');
   });
 });
 
@@ -267,7 +332,12 @@ describe('invoices of add-ons and credit notes', () => {
   it("add_ons/apply by the shared code bills the organization's own add-on to its own customer", () => {
     expect(b.addOnInvoice.id).not.toBe(a.addOnInvoice.id);
     for (const [own] of pairs()) {
-      expect(own.addOnInvoice).toMatchObject({ organization_id: own.org.id, customer_id: own.customer.id, invoice_type: 'add_on', ...expectedAmounts(own.terms, 2) });
+      expect(own.addOnInvoice).toMatchObject({
+        organization_id: own.org.id,
+        customer_id: own.customer.id,
+        invoice_type: 'add_on',
+        ...expectedAmounts(own.terms, 2),
+      });
       expect(own.addOnInvoice.fees!.map((f) => f.add_on_id)).toEqual([own.addOn.id]);
     }
   });
@@ -303,9 +373,17 @@ describe('invoices of add-ons and credit notes', () => {
   it("the other organization's invoices, fees and credit notes cannot be credited or read", async () => {
     for (const [own, other] of pairs()) {
       expectError(await call(own.org, 'GET', `/v1/credit_notes/${other.creditNote.id}`), 404, 'credit_note_not_found');
-      const onOthersInvoice = { invoice_id: other.addOnInvoice.id, reason: 'other', items: [{ fee_id: other.addOnInvoice.fees![0]!.id, amount_cents: '1' }] };
+      const onOthersInvoice = {
+        invoice_id: other.addOnInvoice.id,
+        reason: 'other',
+        items: [{ fee_id: other.addOnInvoice.fees![0]!.id, amount_cents: '1' }],
+      };
       expectError(await call(own.org, 'POST', '/v1/credit_notes', onOthersInvoice), 404, 'invoice_not_found');
-      const othersFee = { invoice_id: own.addOnInvoice.id, reason: 'other', items: [{ fee_id: other.addOnInvoice.fees![0]!.id, amount_cents: '1' }] };
+      const othersFee = {
+        invoice_id: own.addOnInvoice.id,
+        reason: 'other',
+        items: [{ fee_id: other.addOnInvoice.fees![0]!.id, amount_cents: '1' }],
+      };
       expectError(await call(own.org, 'POST', '/v1/credit_notes', othersFee), 404, 'fee_not_found');
       expect(ok<CreditNoteResource[]>(await call(own.org, 'GET', '/v1/credit_notes')).map((n) => n.id)).toEqual([own.creditNote.id]);
     }
@@ -330,7 +408,11 @@ describe('catalog codes and customer external ids', () => {
       expect(idOf(b)).not.toBe(idOf(a));
       for (const [own] of pairs()) {
         const found = ok<{ id: string; organization_id: string }>(await call(own.org, 'GET', `${path}/${code}`));
-        expect({ path, id: found.id, organization_id: found.organization_id }).toEqual({ path, id: idOf(own), organization_id: own.org.id });
+        expect({ path, id: found.id, organization_id: found.organization_id }).toEqual({
+          path,
+          id: idOf(own),
+          organization_id: own.org.id,
+        });
       }
     }
   });
@@ -355,11 +437,18 @@ describe('catalog codes and customer external ids', () => {
       expectError(await call(own.org, 'GET', `/v1/customers/${other.customer.id}`), 404, 'customer_not_found');
       // Nor used: the other's customer is not billed, its add-on not applied.
       expectError(
-        await call(own.org, 'POST', '/v1/invoices/one_off', { customer_id: other.customer.id, line_items: [{ add_on_code: SHARED.addOn }] }),
+        await call(own.org, 'POST', '/v1/invoices/one_off', {
+          customer_id: other.customer.id,
+          line_items: [{ add_on_code: SHARED.addOn }],
+        }),
         404,
         'customer_not_found',
       );
-      expectError(await call(own.org, 'POST', '/v1/add_ons/apply', { add_on_code: other.addOn.id, customer_id: SHARED.customer }), 404, 'add_on_not_found');
+      expectError(
+        await call(own.org, 'POST', '/v1/add_ons/apply', { add_on_code: other.addOn.id, customer_id: SHARED.customer }),
+        404,
+        'add_on_not_found',
+      );
     }
   });
 });
@@ -369,10 +458,18 @@ describe('commitments and usage thresholds of plans with one code', () => {
     expect(b.commitment.id).not.toBe(a.commitment.id);
     expect(b.threshold.id).not.toBe(a.threshold.id);
     for (const [own] of pairs()) {
-      expect(own.commitment).toMatchObject({ organization_id: own.org.id, plan_id: own.plan.id, amount_cents: s4(own.terms.commitmentCents) });
+      expect(own.commitment).toMatchObject({
+        organization_id: own.org.id,
+        plan_id: own.plan.id,
+        amount_cents: s4(own.terms.commitmentCents),
+      });
       expect(own.threshold).toMatchObject({ organization_id: own.org.id, plan_id: own.plan.id, amount_cents: s4(100000) });
-      expect(ok<CommitmentResource[]>(await call(own.org, 'GET', `/v1/plans/${SHARED.plan}/commitments`)).map((c) => c.id)).toEqual([own.commitment.id]);
-      expect(ok<UsageThresholdResource[]>(await call(own.org, 'GET', `/v1/plans/${SHARED.plan}/usage_thresholds`)).map((t) => t.id)).toEqual([own.threshold.id]);
+      expect(ok<CommitmentResource[]>(await call(own.org, 'GET', `/v1/plans/${SHARED.plan}/commitments`)).map((c) => c.id)).toEqual([
+        own.commitment.id,
+      ]);
+      expect(
+        ok<UsageThresholdResource[]>(await call(own.org, 'GET', `/v1/plans/${SHARED.plan}/usage_thresholds`)).map((t) => t.id),
+      ).toEqual([own.threshold.id]);
     }
   });
 
@@ -383,7 +480,9 @@ describe('commitments and usage thresholds of plans with one code', () => {
       expectError(await call(own.org, 'PUT', `/v1/commitments/${other.commitment.id}`, { amount_cents: '1' }), 404, 'commitment_not_found');
       expectError(await call(own.org, 'DELETE', `/v1/usage_thresholds/${other.threshold.id}`), 404, 'usage_threshold_not_found');
     }
-    expect(ok<CommitmentResource[]>(await call(a.org, 'GET', `/v1/plans/${SHARED.plan}/commitments`))[0]!.amount_cents).toBe(s4(TERMS_A.commitmentCents));
+    expect(ok<CommitmentResource[]>(await call(a.org, 'GET', `/v1/plans/${SHARED.plan}/commitments`))[0]!.amount_cents).toBe(
+      s4(TERMS_A.commitmentCents),
+    );
   });
 });
 
@@ -404,7 +503,9 @@ describe('coupons and taxes applied by code to the customer with one external_id
   it("each organization's tax is applied to its own customer", async () => {
     for (const [own] of pairs()) {
       expect(own.appliedTax).toMatchObject({ tax_id: own.customerTax.id, taxable_type: 'customer', taxable_id: own.customer.id });
-      const listed = ok<AppliedTaxResource[]>(await call(own.org, 'GET', `/v1/taxes/applied?taxable_type=customer&taxable_id=${SHARED.customer}`));
+      const listed = ok<AppliedTaxResource[]>(
+        await call(own.org, 'GET', `/v1/taxes/applied?taxable_type=customer&taxable_id=${SHARED.customer}`),
+      );
       expect(listed.map((t) => t.id)).toEqual([own.appliedTax.id]);
     }
   });
@@ -416,11 +517,17 @@ describe('coupons and taxes applied by code to the customer with one external_id
       expectError(await call(own.org, 'GET', `/v1/customers/${other.customer.id}/applied_coupons`), 404, 'customer_not_found');
       expectError(await call(own.org, 'DELETE', `/v1/coupons/applied/${other.appliedCoupon.id}`), 404, 'applied_coupon_not_found');
       expectError(await call(own.org, 'DELETE', `/v1/taxes/applied/${other.appliedTax.id}`), 404, 'applied_tax_not_found');
-      expectError(await call(own.org, 'POST', '/v1/coupons/apply', { coupon_code: other.coupon.id, customer_id: SHARED.customer }), 404, 'coupon_not_found');
+      expectError(
+        await call(own.org, 'POST', '/v1/coupons/apply', { coupon_code: other.coupon.id, customer_id: SHARED.customer }),
+        404,
+        'coupon_not_found',
+      );
     }
-    expect(ok<AppliedCouponResource[]>(await call(a.org, 'GET', `/v1/customers/${SHARED.customer}/applied_coupons?status=active`)).map((c) => c.id)).toEqual([
-      a.appliedCoupon.id,
-    ]);
+    expect(
+      ok<AppliedCouponResource[]>(await call(a.org, 'GET', `/v1/customers/${SHARED.customer}/applied_coupons?status=active`)).map(
+        (c) => c.id,
+      ),
+    ).toEqual([a.appliedCoupon.id]);
   });
 });
 
@@ -428,7 +535,12 @@ describe('wallets with one code', () => {
   it("each organization's wallet is its own customer's, with its own credits", async () => {
     expect(b.wallet.id).not.toBe(a.wallet.id);
     for (const [own] of pairs()) {
-      expect(own.wallet).toMatchObject({ organization_id: own.org.id, customer_id: own.customer.id, code: SHARED.wallet, credits_balance: s4(own.terms.walletCredits) });
+      expect(own.wallet).toMatchObject({
+        organization_id: own.org.id,
+        customer_id: own.customer.id,
+        code: SHARED.wallet,
+        credits_balance: s4(own.terms.walletCredits),
+      });
       const listed = ok<WalletResource[]>(await call(own.org, 'GET', `/v1/wallets?customer_id=${SHARED.customer}`));
       expect(listed.map((w) => w.id)).toEqual([own.wallet.id]);
     }
@@ -442,7 +554,10 @@ describe('wallets with one code', () => {
       expectError(await call(own.org, 'PUT', `/v1/wallets/${other.wallet.id}`, { name: 'taken' }), 404, 'wallet_not_found');
     }
     for (const [own] of pairs()) {
-      expect(ok<WalletResource>(await call(own.org, 'GET', `/v1/wallets/${own.wallet.id}`))).toMatchObject({ name: null, credits_balance: s4(own.terms.walletCredits) });
+      expect(ok<WalletResource>(await call(own.org, 'GET', `/v1/wallets/${own.wallet.id}`))).toMatchObject({
+        name: null,
+        credits_balance: s4(own.terms.walletCredits),
+      });
     }
   });
 });
@@ -473,7 +588,11 @@ describe('subscriptions with one external_id, events with one transaction_id', (
       });
       expect(ok<EventResource>(await call(own.org, 'GET', `/v1/events/${SHARED.transaction}`)).id).toBe(own.event.id);
       // Within the organization the transaction_id is taken: a duplicate of its own event.
-      const again = await call(own.org, 'POST', '/v1/events', { transaction_id: SHARED.transaction, external_customer_id: SHARED.customer, code: SHARED.metric });
+      const again = await call(own.org, 'POST', '/v1/events', {
+        transaction_id: SHARED.transaction,
+        external_customer_id: SHARED.customer,
+        code: SHARED.metric,
+      });
       expect(expectError(again, 409, 'already_exists', ['existing_event_id']).existing_event_id).toBe(own.event.id);
     }
   });
@@ -481,11 +600,18 @@ describe('subscriptions with one external_id, events with one transaction_id', (
   it("the other organization's subscription is 404 and unchanged", async () => {
     for (const [own, other] of pairs()) {
       expectError(await call(own.org, 'GET', `/v1/subscriptions/${other.subscription.id}`), 404, 'subscription_not_found');
-      expectError(await call(own.org, 'PUT', `/v1/subscriptions/${other.subscription.id}`, { name: 'taken' }), 404, 'subscription_not_found');
+      expectError(
+        await call(own.org, 'PUT', `/v1/subscriptions/${other.subscription.id}`, { name: 'taken' }),
+        404,
+        'subscription_not_found',
+      );
       expectError(await call(own.org, 'DELETE', `/v1/subscriptions/${other.subscription.id}`), 404, 'subscription_not_found');
     }
     for (const [own] of pairs()) {
-      expect(ok<SubscriptionResource>(await call(own.org, 'GET', `/v1/subscriptions/${own.subscription.id}`))).toMatchObject({ name: null, status: 'active' });
+      expect(ok<SubscriptionResource>(await call(own.org, 'GET', `/v1/subscriptions/${own.subscription.id}`))).toMatchObject({
+        name: null,
+        status: 'active',
+      });
     }
   });
 });
@@ -495,8 +621,16 @@ describe('test clocks', () => {
     for (const [own, other] of pairs()) {
       expect(ok<TestClockResource[]>(await call(own.org, 'GET', '/v1/test_clocks')).map((c) => c.id)).toEqual([own.clock.id]);
       expectError(await call(own.org, 'GET', `/v1/test_clocks/${other.clock.id}`), 404, 'test_clock_not_found');
-      expectError(await call(own.org, 'POST', `/v1/test_clocks/${other.clock.id}/advance`, { frozen_time: '2031-02-01T00:00:00Z' }), 404, 'test_clock_not_found');
-      expectError(await call(own.org, 'POST', '/v1/customers', { external_id: 'on-a-clock', test_clock_id: other.clock.id }), 404, 'test_clock_not_found');
+      expectError(
+        await call(own.org, 'POST', `/v1/test_clocks/${other.clock.id}/advance`, { frozen_time: '2031-02-01T00:00:00Z' }),
+        404,
+        'test_clock_not_found',
+      );
+      expectError(
+        await call(own.org, 'POST', '/v1/customers', { external_id: 'on-a-clock', test_clock_id: other.clock.id }),
+        404,
+        'test_clock_not_found',
+      );
     }
     expect(ok<TestClockResource>(await call(a.org, 'GET', `/v1/test_clocks/${a.clock.id}`)).frozen_time).toBe('2031-01-01T00:00:00.000Z');
   });
@@ -510,7 +644,12 @@ describe('webhook endpoints on one URL', () => {
       expect(deliveries.length).toBeGreaterThan(0);
       for (const d of deliveries) {
         const object = (d.payload as { organization_id: string; data: { object: { organization_id?: string } } }).data.object;
-        expect({ endpoint: d.webhook_endpoint_id, organization: d.organization_id, payload: d.payload.organization_id, object: object.organization_id ?? own.org.id }).toEqual({
+        expect({
+          endpoint: d.webhook_endpoint_id,
+          organization: d.organization_id,
+          payload: d.payload.organization_id,
+          object: object.organization_id ?? own.org.id,
+        }).toEqual({
           endpoint: own.endpoint.id,
           organization: own.org.id,
           payload: own.org.id,
@@ -520,7 +659,9 @@ describe('webhook endpoints on one URL', () => {
       const created = deliveries.filter((d) => d.webhook_type === 'invoice.created');
       expect(created.map((d) => (d.payload as { data: { object: { id: string } } }).data.object.id).sort()).toEqual(ownInvoices(own));
       expectError(await call(own.org, 'GET', `/v1/webhook_endpoints/${other.endpoint.id}`), 404, 'webhook_endpoint_not_found');
-      expect(ok<WebhookEndpointResource[]>(await call(own.org, 'GET', '/v1/webhook_endpoints')).map((e) => e.id)).toEqual([own.endpoint.id]);
+      expect(ok<WebhookEndpointResource[]>(await call(own.org, 'GET', '/v1/webhook_endpoints')).map((e) => e.id)).toEqual([
+        own.endpoint.id,
+      ]);
       const othersDelivery = ok<WebhookResource[]>(await call(other.org, 'GET', '/v1/webhooks'))[0]!;
       expectError(await call(own.org, 'GET', `/v1/webhooks/${othersDelivery.id}`), 404, 'webhook_not_found');
     }
@@ -530,7 +671,10 @@ describe('webhook endpoints on one URL', () => {
     const invoiceCreated = () =>
       receiver
         .requests(SHARED.webhookPath)
-        .map((r) => ({ request: r, payload: JSON.parse(r.body) as { type: string; organization_id: string; data: { object: { id: string } } } }))
+        .map((r) => ({
+          request: r,
+          payload: JSON.parse(r.body) as { type: string; organization_id: string; data: { object: { id: string } } },
+        }))
         .filter((r) => r.payload.type === 'invoice.created');
     const received = await eventually(
       async () => {
@@ -542,7 +686,8 @@ describe('webhook endpoints on one URL', () => {
       'the four invoice.created deliveries',
     );
     const now = Math.floor(Date.now() / 1000);
-    const verifies = (w: World, r: (typeof received)[number]) => verifyWebhookSignature(w.endpoint.secret, r.request.body, String(r.request.headers['x-billing-signature']), now);
+    const verifies = (w: World, r: (typeof received)[number]) =>
+      verifyWebhookSignature(w.endpoint.secret, r.request.body, String(r.request.headers['x-billing-signature']), now);
     for (const [own, other] of pairs()) {
       const mine = received.filter((r) => r.payload.organization_id === own.org.id);
       expect(mine.map((r) => r.payload.data.object.id).sort()).toEqual([own.oneOff.id, own.addOnInvoice.id].sort());

@@ -42,14 +42,20 @@ const at = (iso: string) => new Date(iso).toISOString();
 type Headers = Record<string, string>;
 const post = (url: string, payload?: unknown, headers: Headers = org.headers) =>
   stack.app.inject({ method: 'POST', url, headers, ...(payload === undefined ? {} : { payload: payload as object }) });
-const put = (url: string, payload: unknown, headers: Headers = org.headers) => stack.app.inject({ method: 'PUT', url, headers, payload: payload as object });
+const put = (url: string, payload: unknown, headers: Headers = org.headers) =>
+  stack.app.inject({ method: 'PUT', url, headers, payload: payload as object });
 const get = (url: string, headers: Headers = org.headers) => stack.app.inject({ method: 'GET', url, headers });
 const del = (url: string, headers: Headers = org.headers) => stack.app.inject({ method: 'DELETE', url, headers });
 
 beforeAll(async () => {
   [stack, receiver] = await Promise.all([createTestStack(), startReceiver()]);
   worker = await startStackWorker(stack);
-  org = await createOrganization(stack.app, { name: 'Clock Scenarios', default_currency: 'USD', timezone: 'UTC', events_rate_limit_per_minute: 100_000 });
+  org = await createOrganization(stack.app, {
+    name: 'Clock Scenarios',
+    default_currency: 'USD',
+    timezone: 'UTC',
+    events_rate_limit_per_minute: 100_000,
+  });
   calls = await createMetric(org.headers);
 }, 120_000);
 
@@ -67,19 +73,32 @@ async function ok<T>(res: Awaited<ReturnType<typeof get>>, status: number): Prom
 }
 
 async function createMetric(headers: Headers, code = uid('calls')): Promise<BillableMetricResource> {
-  return ok<BillableMetricResource>(await post('/v1/billable_metrics', { code, name: 'API calls', aggregation_type: 'count' }, headers), 201);
+  return ok<BillableMetricResource>(
+    await post('/v1/billable_metrics', { code, name: 'API calls', aggregation_type: 'count' }, headers),
+    201,
+  );
 }
 
 async function createClock(frozenTime: string, headers: Headers = org.headers): Promise<TestClockResource> {
   return ok<TestClockResource>(await post('/v1/test_clocks', { name: uid('clock'), frozen_time: frozenTime }, headers), 201);
 }
 
-async function createCustomer(clockId: string | null, extra: Record<string, unknown> = {}, headers: Headers = org.headers): Promise<CustomerResource> {
-  return ok<CustomerResource>(await post('/v1/customers', { external_id: uid('cus'), currency: 'USD', test_clock_id: clockId, ...extra }, headers), 201);
+async function createCustomer(
+  clockId: string | null,
+  extra: Record<string, unknown> = {},
+  headers: Headers = org.headers,
+): Promise<CustomerResource> {
+  return ok<CustomerResource>(
+    await post('/v1/customers', { external_id: uid('cus'), currency: 'USD', test_clock_id: clockId, ...extra }, headers),
+    201,
+  );
 }
 
 /** A monthly plan; `charge`: the amount in cents of one call of `metric` (standard model). */
-async function createPlan(body: { amount_cents: number; charge?: string; trial_period_days?: number; metric?: BillableMetricResource }, headers: Headers = org.headers): Promise<PlanResource> {
+async function createPlan(
+  body: { amount_cents: number; charge?: string; trial_period_days?: number; metric?: BillableMetricResource },
+  headers: Headers = org.headers,
+): Promise<PlanResource> {
   const metric = body.metric ?? calls;
   return ok<PlanResource>(
     await post(
@@ -91,7 +110,10 @@ async function createPlan(body: { amount_cents: number; charge?: string; trial_p
         amount_cents: body.amount_cents,
         currency: 'USD',
         trial_period_days: body.trial_period_days ?? 0,
-        charges: body.charge === undefined ? [] : [{ billable_metric_id: metric.id, charge_model: 'standard', properties: { amount: body.charge } }],
+        charges:
+          body.charge === undefined
+            ? []
+            : [{ billable_metric_id: metric.id, charge_model: 'standard', properties: { amount: body.charge } }],
       },
       headers,
     ),
@@ -131,10 +153,22 @@ async function advance(clockId: string, iso: string, headers: Headers = org.head
 }
 
 /** Sends `count` API calls of the customer, stamped with the given instants (one each). */
-async function sendCalls(customer: CustomerResource, timestamps: string[], metric: BillableMetricResource = calls, headers: Headers = org.headers): Promise<void> {
+async function sendCalls(
+  customer: CustomerResource,
+  timestamps: string[],
+  metric: BillableMetricResource = calls,
+  headers: Headers = org.headers,
+): Promise<void> {
   const res = await post(
     '/v1/events/batch',
-    { events: timestamps.map((timestamp) => ({ transaction_id: uid('tx'), external_customer_id: customer.external_id, code: metric.code, timestamp })) },
+    {
+      events: timestamps.map((timestamp) => ({
+        transaction_id: uid('tx'),
+        external_customer_id: customer.external_id,
+        code: metric.code,
+        timestamp,
+      })),
+    },
     headers,
   );
   const body = await ok<{ ingested: number; errors: unknown[] }>(res, 201);
@@ -150,18 +184,23 @@ async function invoicesOf(subscriptionId: string, headers: Headers = org.headers
   const list = await ok<InvoiceResource[]>(await get(`/v1/invoices?subscription_id=${subscriptionId}`, headers), 200);
   const full = await Promise.all(list.map(async (i) => ok<InvoiceResource>(await get(`/v1/invoices/${i.id}`, headers), 200)));
   // Invoices of one clock instant share created_at: their numbers (taken at finalization) order them.
-  return full.sort((a, b) => a.created_at.localeCompare(b.created_at) || a.invoice_type.localeCompare(b.invoice_type) || a.number.localeCompare(b.number));
+  return full.sort(
+    (a, b) => a.created_at.localeCompare(b.created_at) || a.invoice_type.localeCompare(b.invoice_type) || a.number.localeCompare(b.number),
+  );
 }
 
 async function invoice(id: string, headers: Headers = org.headers): Promise<InvoiceResource> {
   return ok<InvoiceResource>(await get(`/v1/invoices/${id}`, headers), 200);
 }
 
-const feeOf = (inv: InvoiceResource, type: FeeResource['fee_type']) => inv.fees!.filter((f) => f.fee_type === type).map((f) => ({ units: f.units, amount_cents: f.amount_cents }));
+const feeOf = (inv: InvoiceResource, type: FeeResource['fee_type']) =>
+  inv.fees!.filter((f) => f.fee_type === type).map((f) => ({ units: f.units, amount_cents: f.amount_cents }));
 
 /** When each lifecycle event of this type about this object happened (occurred_at, ISO). */
 async function eventTimes(organizationId: string, type: string, objectId: string): Promise<string[]> {
-  const events = await stack.db.models.LifecycleEvent.find({ organization_id: organizationId, type, 'object.id': objectId }).sort({ occurred_at: 1 }).lean();
+  const events = await stack.db.models.LifecycleEvent.find({ organization_id: organizationId, type, 'object.id': objectId })
+    .sort({ occurred_at: 1 })
+    .lean();
   return events.map((e) => e.occurred_at.toISOString());
 }
 
@@ -227,7 +266,13 @@ describe('a trial ending on a test clock', () => {
     // In arrear, April 1: March from the trial end, 3100 * 17 / 31 = 1700, + the 3 calls 9 = 1709.
     const arrearInvoices = await invoicesOf(inArrear.id);
     expect(arrearInvoices).toHaveLength(1);
-    expect(arrearInvoices[0]).toMatchObject({ status: 'finalized', issuing_date: '2030-04-01', payment_due_date: '2030-05-01', fees_amount_cents: '1709.0000', total: '1709.0000' });
+    expect(arrearInvoices[0]).toMatchObject({
+      status: 'finalized',
+      issuing_date: '2030-04-01',
+      payment_due_date: '2030-05-01',
+      fees_amount_cents: '1709.0000',
+      total: '1709.0000',
+    });
     expect(feeOf(arrearInvoices[0]!, 'subscription')).toEqual([{ units: '17.0000', amount_cents: '1700.0000' }]);
     expect(feeOf(arrearInvoices[0]!, 'charge')).toEqual([{ units: '3.0000', amount_cents: '9.0000' }]);
   });
@@ -270,12 +315,32 @@ describe('twelve monthly periods on a test clock', () => {
     });
     // Fees: 10000 + 2.5 m; the total rounded half up to whole cents.
     expect(invoices.map((i) => i.fees_amount_cents)).toEqual([
-      '10002.5000', '10005.0000', '10007.5000', '10010.0000', '10012.5000', '10015.0000',
-      '10017.5000', '10020.0000', '10022.5000', '10025.0000', '10027.5000', '10030.0000',
+      '10002.5000',
+      '10005.0000',
+      '10007.5000',
+      '10010.0000',
+      '10012.5000',
+      '10015.0000',
+      '10017.5000',
+      '10020.0000',
+      '10022.5000',
+      '10025.0000',
+      '10027.5000',
+      '10030.0000',
     ]);
     expect(invoices.map((i) => i.total)).toEqual([
-      '10003.0000', '10005.0000', '10008.0000', '10010.0000', '10013.0000', '10015.0000',
-      '10018.0000', '10020.0000', '10023.0000', '10025.0000', '10028.0000', '10030.0000',
+      '10003.0000',
+      '10005.0000',
+      '10008.0000',
+      '10010.0000',
+      '10013.0000',
+      '10015.0000',
+      '10018.0000',
+      '10020.0000',
+      '10023.0000',
+      '10025.0000',
+      '10028.0000',
+      '10030.0000',
     ]);
     // The year: 12 * 10000 + (3 + 5 + 8 + 10 + 13 + 15 + 18 + 20 + 23 + 25 + 28 + 30) = 120198.
     expect(invoices.reduce((s, i) => s + Number(i.total), 0)).toBe(120_198);
@@ -305,7 +370,12 @@ describe('a scheduled downgrade on a test clock', () => {
     await advance(clock.id, '2030-01-10T12:00:00Z');
     await sendCalls(customer, sameDay('2030-01-05', 4));
     const scheduled = await ok<SubscriptionResource>(await put(`/v1/subscriptions/${sub.id}`, { plan_id: basic.id }), 200);
-    expect(scheduled).toMatchObject({ plan_id: pro.id, previous_plan_id: basic.id, downgraded_at: '2030-01-10T12:00:00.000Z', status: 'active' });
+    expect(scheduled).toMatchObject({
+      plan_id: pro.id,
+      previous_plan_id: basic.id,
+      downgraded_at: '2030-01-10T12:00:00.000Z',
+      status: 'active',
+    });
 
     // Two more calls on Pro after the request, then the period's last second: still pending.
     await advance(clock.id, '2030-01-31T23:59:59Z');
@@ -326,7 +396,12 @@ describe('a scheduled downgrade on a test clock', () => {
     expect(await eventTimes(org.id, 'subscription.plan_changed', sub.id)).toEqual(['2030-02-01T00:00:00.000Z']);
     // January on Pro: 10000 + 6 calls * 5 = 10030.
     const [january] = await invoicesOf(sub.id);
-    expect(january).toMatchObject({ issuing_date: '2030-02-01', period_started_at: '2030-01-01T00:00:00.000Z', period_ended_at: '2030-02-01T00:00:00.000Z', total: '10030.0000' });
+    expect(january).toMatchObject({
+      issuing_date: '2030-02-01',
+      period_started_at: '2030-01-01T00:00:00.000Z',
+      period_ended_at: '2030-02-01T00:00:00.000Z',
+      total: '10030.0000',
+    });
     expect(feeOf(january!, 'subscription')).toEqual([{ units: '31.0000', amount_cents: '10000.0000' }]);
     expect(feeOf(january!, 'charge')).toEqual([{ units: '6.0000', amount_cents: '30.0000' }]);
 
@@ -340,7 +415,7 @@ describe('a scheduled downgrade on a test clock', () => {
     expect(feeOf(invoices[1]!, 'subscription')).toEqual([{ units: '28.0000', amount_cents: '3000.0000' }]);
     expect(feeOf(invoices[1]!, 'charge')).toEqual([{ units: '7.0000', amount_cents: '7.0000' }]);
   });
-  it('in advance: the boundary bills the old plan\'s usage and the new plan\'s base fee, each on its own invoice', async () => {
+  it("in advance: the boundary bills the old plan's usage and the new plan's base fee, each on its own invoice", async () => {
     const clock = await createClock('2030-01-01T00:00:00Z');
     const customer = await createCustomer(clock.id);
     const pro = await createPlan({ amount_cents: 10_000, charge: '5' });
@@ -351,7 +426,10 @@ describe('a scheduled downgrade on a test clock', () => {
 
     await advance(clock.id, '2030-01-10T00:00:00Z');
     await sendCalls(customer, sameDay('2030-01-05', 4));
-    expect(await ok<SubscriptionResource>(await put(`/v1/subscriptions/${sub.id}`, { plan_id: basic.id }), 200)).toMatchObject({ plan_id: pro.id, previous_plan_id: basic.id });
+    expect(await ok<SubscriptionResource>(await put(`/v1/subscriptions/${sub.id}`, { plan_id: basic.id }), 200)).toMatchObject({
+      plan_id: pro.id,
+      previous_plan_id: basic.id,
+    });
 
     await advance(clock.id, '2030-02-01T00:00:00Z');
     expect(await subscription(sub.id)).toMatchObject({ plan_id: basic.id, previous_plan_id: null });
@@ -373,7 +451,10 @@ describe('a test clock customer in another time zone', () => {
     const customer = await createCustomer(clock.id, { timezone: 'America/New_York' });
     const plan = await createPlan({ amount_cents: 10_000, charge: '5' });
     const sub = await subscribe({ customer_id: customer.id, plan_id: plan.id });
-    expect(sub).toMatchObject({ current_period_started_at: '2030-01-01T05:00:00.000Z', current_period_ending_at: '2030-02-01T05:00:00.000Z' });
+    expect(sub).toMatchObject({
+      current_period_started_at: '2030-01-01T05:00:00.000Z',
+      current_period_ending_at: '2030-02-01T05:00:00.000Z',
+    });
 
     // January 31st, 23:30 local: still January.
     await advance(clock.id, '2030-02-01T04:59:59Z');
@@ -382,7 +463,12 @@ describe('a test clock customer in another time zone', () => {
     await advance(clock.id, '2030-02-01T05:00:00Z');
     const [january] = await invoicesOf(sub.id);
     // 10000 + 1 call * 5; issued February 1st local, due 30 days later, March 3rd.
-    expect(january).toMatchObject({ issuing_date: '2030-02-01', payment_due_date: '2030-03-03', total: '10005.0000', period_ended_at: '2030-02-01T05:00:00.000Z' });
+    expect(january).toMatchObject({
+      issuing_date: '2030-02-01',
+      payment_due_date: '2030-03-03',
+      total: '10005.0000',
+      period_ended_at: '2030-02-01T05:00:00.000Z',
+    });
     // Overdue when March 3rd ends in New York: March 4th 05:00 UTC.
     await advance(clock.id, '2030-03-04T04:59:59Z');
     expect((await invoice(january!.id)).payment_overdue).toBe(false);
@@ -413,11 +499,20 @@ describe('a cancellation on a test clock', () => {
     expect(await invoicesOf(sub.id)).toHaveLength(1);
 
     await advance(clock.id, '2030-03-05T00:00:00Z');
-    expect(await subscription(sub.id)).toMatchObject({ status: 'canceled', canceled_at: '2030-02-10T00:00:00.000Z', ending_at: '2030-03-01T00:00:00.000Z' });
+    expect(await subscription(sub.id)).toMatchObject({
+      status: 'canceled',
+      canceled_at: '2030-02-10T00:00:00.000Z',
+      ending_at: '2030-03-01T00:00:00.000Z',
+    });
     // The last invoice (generate_invoice, the default): February's 10000 + 3 calls * 5 = 10015.
     const invoices = await invoicesOf(sub.id);
     expect(invoices).toHaveLength(2);
-    expect(invoices[1]).toMatchObject({ issuing_date: '2030-03-01', period_started_at: '2030-02-01T00:00:00.000Z', period_ended_at: '2030-03-01T00:00:00.000Z', total: '10015.0000' });
+    expect(invoices[1]).toMatchObject({
+      issuing_date: '2030-03-01',
+      period_started_at: '2030-02-01T00:00:00.000Z',
+      period_ended_at: '2030-03-01T00:00:00.000Z',
+      total: '10015.0000',
+    });
 
     // No period after the end.
     await advance(clock.id, '2030-05-01T00:00:00Z');
@@ -431,7 +526,12 @@ describe('a cancellation on a test clock', () => {
 describe("an invoice's grace period and due date on a test clock", () => {
   it('keeps the invoice a draft for the grace period, then finalizes it, and marks it overdue after its due date', async () => {
     // The organization: 2 days of grace, 10 days to pay; one customer overrides both (5 and 0).
-    const graceOrg = await createOrganization(stack.app, { name: 'Grace Org', timezone: 'UTC', invoice_grace_period: 2, net_payment_term: 10 });
+    const graceOrg = await createOrganization(stack.app, {
+      name: 'Grace Org',
+      timezone: 'UTC',
+      invoice_grace_period: 2,
+      net_payment_term: 10,
+    });
     const clock = await createClock('2030-01-01T00:00:00Z', graceOrg.headers);
     const inherits = await createCustomer(clock.id, {}, graceOrg.headers);
     const overrides = await createCustomer(clock.id, { invoice_grace_period: 5, net_payment_term: 0 }, graceOrg.headers);
@@ -449,7 +549,14 @@ describe("an invoice's grace period and due date on a test clock", () => {
     const a = await only(subA.id);
     const b = await only(subB.id);
     for (const draft of [a, b]) {
-      expect(draft).toMatchObject({ status: 'draft', issuing_date: null, payment_due_date: null, finalized_at: null, total: '10000.0000', payment_overdue: false });
+      expect(draft).toMatchObject({
+        status: 'draft',
+        issuing_date: null,
+        payment_due_date: null,
+        finalized_at: null,
+        total: '10000.0000',
+        payment_overdue: false,
+      });
       expect(draft.number).toMatch(/^GRA-DRAFT-[0-9a-f]{8}$/i);
     }
     expect(a.net_payment_term).toBe(10);
@@ -474,7 +581,12 @@ describe("an invoice's grace period and due date on a test clock", () => {
 
     // B: February 1st + 5 days = February 6th; due the same day (net 0), overdue when it ends.
     await advance(clock.id, '2030-02-06T00:00:00Z', graceOrg.headers);
-    expect(await invoice(b.id, graceOrg.headers)).toMatchObject({ status: 'finalized', issuing_date: '2030-02-06', payment_due_date: '2030-02-06', payment_overdue: false });
+    expect(await invoice(b.id, graceOrg.headers)).toMatchObject({
+      status: 'finalized',
+      issuing_date: '2030-02-06',
+      payment_due_date: '2030-02-06',
+      payment_overdue: false,
+    });
     await advance(clock.id, '2030-02-06T23:59:59Z', graceOrg.headers);
     expect((await invoice(b.id, graceOrg.headers)).payment_overdue).toBe(false);
     await advance(clock.id, '2030-02-07T00:00:00Z', graceOrg.headers);
@@ -493,15 +605,28 @@ describe("an invoice's grace period and due date on a test clock", () => {
     const clock = await createClock('2030-01-01T00:00:00Z');
     const customer = await createCustomer(clock.id);
     const created = await ok<InvoiceResource>(
-      await post('/v1/invoices/one_off', { customer_id: customer.id, currency: 'USD', line_items: [{ description: 'Setup', unit_price: 5000 }] }),
+      await post('/v1/invoices/one_off', {
+        customer_id: customer.id,
+        currency: 'USD',
+        line_items: [{ description: 'Setup', unit_price: 5000 }],
+      }),
       201,
     );
     // No grace period: finalized at once, on the clock's day; due 30 days later.
-    const issued = await eventually(async () => {
-      const now = await invoice(created.id);
-      return now.status === 'finalized' ? now : undefined;
-    }, 10_000, 'the one-off invoice finalized');
-    expect(issued).toMatchObject({ issuing_date: '2030-01-01', payment_due_date: '2030-01-31', payment_overdue: false, total: '5000.0000' });
+    const issued = await eventually(
+      async () => {
+        const now = await invoice(created.id);
+        return now.status === 'finalized' ? now : undefined;
+      },
+      10_000,
+      'the one-off invoice finalized',
+    );
+    expect(issued).toMatchObject({
+      issuing_date: '2030-01-01',
+      payment_due_date: '2030-01-31',
+      payment_overdue: false,
+      total: '5000.0000',
+    });
     await advance(clock.id, '2030-01-31T23:59:59Z');
     expect((await invoice(created.id)).payment_overdue).toBe(false);
     await advance(clock.id, '2030-02-01T00:00:00Z');
@@ -513,15 +638,26 @@ describe("an invoice's grace period and due date on a test clock", () => {
 // ---- 6. wallet expiry -----------------------------------------------------------------------
 
 describe('a wallet of a test clock customer', () => {
-  it("expires when the clock passes its expiration_at, terminated at that instant", async () => {
+  it('expires when the clock passes its expiration_at, terminated at that instant', async () => {
     const clock = await createClock('2030-01-01T00:00:00Z');
     const customer = await createCustomer(clock.id);
     const created = await ok<WalletResource>(
-      await post('/v1/wallets', { customer_id: customer.id, name: 'Prepaid', initial_granted_credits: '10', expiration_at: '2030-03-15T12:00:00Z' }),
+      await post('/v1/wallets', {
+        customer_id: customer.id,
+        name: 'Prepaid',
+        initial_granted_credits: '10',
+        expiration_at: '2030-03-15T12:00:00Z',
+      }),
       201,
     );
     // 10 credits at the default rate 1 = 10 * 1 * 100 = 1000 cents.
-    expect(created).toMatchObject({ status: 'active', credits_balance: '10.0000', balance_cents: '1000.0000', expiration_at: '2030-03-15T12:00:00.000Z', terminated_at: null });
+    expect(created).toMatchObject({
+      status: 'active',
+      credits_balance: '10.0000',
+      balance_cents: '1000.0000',
+      expiration_at: '2030-03-15T12:00:00.000Z',
+      terminated_at: null,
+    });
 
     await advance(clock.id, '2030-03-15T11:59:59Z');
     expect((await ok<WalletResource>(await get(`/v1/wallets/${created.id}`), 200)).status).toBe('active');
@@ -570,7 +706,10 @@ describe('progressive billing on a test clock', () => {
     const customer = await createCustomer(clock.id);
     // 1000 cents a month, 100 cents a call, a threshold at 1000 cents of usage.
     const plan = await createPlan({ amount_cents: 1000, charge: '100' });
-    const threshold = await ok<{ amount_cents: string; recurring: boolean }>(await post(`/v1/plans/${plan.id}/usage_thresholds`, { amount_cents: 1000, threshold_display_name: 'Ten calls' }), 201);
+    const threshold = await ok<{ amount_cents: string; recurring: boolean }>(
+      await post(`/v1/plans/${plan.id}/usage_thresholds`, { amount_cents: 1000, threshold_display_name: 'Ten calls' }),
+      201,
+    );
     expect(threshold).toMatchObject({ amount_cents: '1000.0000', recurring: false });
     const sub = await subscribe({ customer_id: customer.id, plan_id: plan.id });
 
@@ -626,12 +765,21 @@ describe('the walk-through of docs/test-clocks.md', () => {
     await ok(await post('/v1/webhook_endpoints', { url: receiver.url('/walkthrough') }, h), 201);
 
     // 1. A clock at January 1st.
-    const clock = await ok<TestClockResource>(await post('/v1/test_clocks', { name: 'pricing check', frozen_time: '2030-01-01T00:00:00Z' }, h), 201);
+    const clock = await ok<TestClockResource>(
+      await post('/v1/test_clocks', { name: 'pricing check', frozen_time: '2030-01-01T00:00:00Z' }, h),
+      201,
+    );
     // 2. A customer on it.
-    const customer = await ok<CustomerResource>(await post('/v1/customers', { external_id: 'acme-sim', currency: 'USD', test_clock_id: clock.id }, h), 201);
+    const customer = await ok<CustomerResource>(
+      await post('/v1/customers', { external_id: 'acme-sim', currency: 'USD', test_clock_id: clock.id }, h),
+      201,
+    );
     expect(customer.test_clock_id).toBe(clock.id);
     // 3. A monthly plan with a usage charge, and a subscription with a 14-day trial.
-    const metric = await ok<BillableMetricResource>(await post('/v1/billable_metrics', { name: 'API calls', code: 'api_calls', aggregation_type: 'count' }, h), 201);
+    const metric = await ok<BillableMetricResource>(
+      await post('/v1/billable_metrics', { name: 'API calls', code: 'api_calls', aggregation_type: 'count' }, h),
+      201,
+    );
     const plan = await ok<PlanResource>(
       await post(
         '/v1/plans',
@@ -648,7 +796,10 @@ describe('the walk-through of docs/test-clocks.md', () => {
       ),
       201,
     );
-    const sub = await ok<SubscriptionResource>(await post('/v1/subscriptions', { external_id: 'acme-sim-pro', customer_id: customer.id, plan_id: plan.id }, h), 201);
+    const sub = await ok<SubscriptionResource>(
+      await post('/v1/subscriptions', { external_id: 'acme-sim-pro', customer_id: customer.id, plan_id: plan.id }, h),
+      201,
+    );
     // Starts at the clock's time, active and in trial until January 15th.
     expect(sub).toMatchObject({ status: 'active', in_trial: true, started_at: '2030-01-01T00:00:00.000Z' });
 
@@ -676,7 +827,9 @@ describe('the walk-through of docs/test-clocks.md', () => {
     // 6. Read the invoices.
     const list = await ok<InvoiceResource[]>(await get(`/v1/invoices?customer_id=${customer.id}`, h), 200);
     const byDate = [...list].sort((x, y) => (x.issuing_date ?? '').localeCompare(y.issuing_date ?? ''));
-    expect(byDate.map((i) => ({ issuing_date: i.issuing_date, total: i.total, status: i.status, payment_overdue: i.payment_overdue }))).toEqual([
+    expect(
+      byDate.map((i) => ({ issuing_date: i.issuing_date, total: i.total, status: i.status, payment_overdue: i.payment_overdue })),
+    ).toEqual([
       // January from the trial end day (the 15th) included: 4900 * 17 / 31 = 2687.0968, + 2 calls * 2 = 2691.0968 -> 2691.
       { issuing_date: '2030-02-01', total: '2691.0000', status: 'finalized', payment_overdue: true },
       // February and March whole, no usage: 4900 each.
@@ -707,7 +860,11 @@ describe('the walk-through of docs/test-clocks.md', () => {
     expect(sent('customer.created', customer.id)).toEqual(['2030-01-01T00:00:00.000Z']);
     expect(sent('subscription.started', sub.id)).toEqual(['2030-01-01T00:00:00.000Z']);
     expect(sent('subscription.trial_ended', sub.id)).toEqual(['2030-01-15T00:00:00.000Z']);
-    for (const [inv, issued] of [[feb, '2030-02-01'], [mar, '2030-03-01'], [apr, '2030-04-01']] as const) {
+    for (const [inv, issued] of [
+      [feb, '2030-02-01'],
+      [mar, '2030-03-01'],
+      [apr, '2030-04-01'],
+    ] as const) {
       expect(sent('invoice.created', inv.id)).toEqual([`${issued}T00:00:00.000Z`]);
       expect(sent('invoice.finalized', inv.id)).toEqual([`${issued}T00:00:00.000Z`]);
     }
@@ -717,7 +874,9 @@ describe('the walk-through of docs/test-clocks.md', () => {
 
     // 7. Clean up: refused while the subscription is live, then the clock and its customer go.
     expectError(await del(`/v1/test_clocks/${clock.id}`, h), 400, 'test_clock_in_use');
-    expect((await ok<SubscriptionResource>(await del(`/v1/subscriptions/${sub.id}?on_termination_action=skip`, h), 200)).status).toBe('terminated');
+    expect((await ok<SubscriptionResource>(await del(`/v1/subscriptions/${sub.id}?on_termination_action=skip`, h), 200)).status).toBe(
+      'terminated',
+    );
     // skip: nothing more billed.
     expect(await ok<InvoiceResource[]>(await get(`/v1/invoices?customer_id=${customer.id}`, h), 200)).toHaveLength(3);
     expect((await ok<{ deleted_at: string | null }>(await del(`/v1/test_clocks/${clock.id}`, h), 200)).deleted_at).not.toBeNull();
@@ -749,7 +908,9 @@ describe('a real customer while a test clock advances', () => {
     expect(billed.map((i) => i.total)).toEqual(['10010.0000', ...Array<string>(11).fill('10000.0000')]);
     // Advanced in one call, each step still acts for its own instant: issued on each 1st, and
     // January's invoice (issued February 1st, due March 3rd) became overdue when March 3rd ended.
-    expect(billed.map((i) => i.issuing_date)).toEqual(Array.from({ length: 12 }, (_, m) => new Date(Date.UTC(2030, m + 1, 1)).toISOString().slice(0, 10)));
+    expect(billed.map((i) => i.issuing_date)).toEqual(
+      Array.from({ length: 12 }, (_, m) => new Date(Date.UTC(2030, m + 1, 1)).toISOString().slice(0, 10)),
+    );
     expect(billed[0]!.payment_due_date).toBe('2030-03-03');
     expect(await eventTimes(org.id, 'invoice.payment_overdue', billed[0]!.id)).toEqual(['2030-03-04T00:00:00.000Z']);
     expect(await eventTimes(org.id, 'invoice.finalized', billed[5]!.id)).toEqual(['2030-07-01T00:00:00.000Z']);
@@ -773,13 +934,27 @@ describe('advancing a clock whose customers are being driven', () => {
 
     const first = await post(`/v1/test_clocks/${clock.id}/advance`, { frozen_time: '2031-01-01T00:00:00Z' });
     expect(first.statusCode, first.body).toBe(202);
-    expectError(await post(`/v1/test_clocks/${clock.id}/advance`, { frozen_time: '2031-02-01T00:00:00Z' }), 400, 'invalid_state_transition');
-    expect(await ok<TestClockResource>(await get(`/v1/test_clocks/${clock.id}`), 200)).toMatchObject({ status: 'advancing', frozen_time: '2031-01-01T00:00:00.000Z' });
+    expectError(
+      await post(`/v1/test_clocks/${clock.id}/advance`, { frozen_time: '2031-02-01T00:00:00Z' }),
+      400,
+      'invalid_state_transition',
+    );
+    expect(await ok<TestClockResource>(await get(`/v1/test_clocks/${clock.id}`), 200)).toMatchObject({
+      status: 'advancing',
+      frozen_time: '2031-01-01T00:00:00.000Z',
+    });
 
-    await eventually(async () => ((await ok<TestClockResource>(await get(`/v1/test_clocks/${clock.id}`), 200)).status === 'ready' ? true : undefined), 60_000, 'the clock ready');
+    await eventually(
+      async () => ((await ok<TestClockResource>(await get(`/v1/test_clocks/${clock.id}`), 200)).status === 'ready' ? true : undefined),
+      60_000,
+      'the clock ready',
+    );
     expectValidationError(await post(`/v1/test_clocks/${clock.id}/advance`, { frozen_time: '2031-01-01T00:00:00Z' }), 'frozen_time');
     expectValidationError(await post(`/v1/test_clocks/${clock.id}/advance`, { frozen_time: '2030-12-31T23:59:59Z' }), 'frozen_time');
-    expect(await ok<TestClockResource>(await get(`/v1/test_clocks/${clock.id}`), 200)).toMatchObject({ status: 'ready', frozen_time: '2031-01-01T00:00:00.000Z' });
+    expect(await ok<TestClockResource>(await get(`/v1/test_clocks/${clock.id}`), 200)).toMatchObject({
+      status: 'ready',
+      frozen_time: '2031-01-01T00:00:00.000Z',
+    });
   });
 });
 
@@ -792,12 +967,17 @@ async function creditNotesOf(customerId: string): Promise<CreditNoteResource[]> 
 
 /** The customer's credit notes, once there is one (a termination issues it in its step). */
 const firstCreditNotes = (customerId: string) =>
-  eventually(async () => {
-    const found = await creditNotesOf(customerId);
-    return found.length > 0 ? found : undefined;
-  }, 30_000, 'the termination credit note');
+  eventually(
+    async () => {
+      const found = await creditNotesOf(customerId);
+      return found.length > 0 ? found : undefined;
+    },
+    30_000,
+    'the termination credit note',
+  );
 
-const creditsOf = (notes: CreditNoteResource[]) => notes.map((n) => ({ items: n.items.map((i) => i.amount_cents), credit: n.credit_amount_cents, reason: n.reason }));
+const creditsOf = (notes: CreditNoteResource[]) =>
+  notes.map((n) => ({ items: n.items.map((i) => i.amount_cents), credit: n.credit_amount_cents, reason: n.reason }));
 
 describe('same-day plan changes in advance (issue 12)', () => {
   it('an upgrade on the start day credits the first fee and bills the new plan on a new invoice', async () => {
@@ -915,7 +1095,13 @@ describe('each fee names the period it bills (issue 12)', () => {
     await advance(clock.id, '2030-02-01T00:00:00Z');
     const february = (await invoicesOf(sub.id)).find((i) => i.issuing_date === '2030-02-01')!;
     expect(february).toMatchObject({ period_started_at: '2030-02-01T00:00:00.000Z', period_ended_at: '2030-03-01T00:00:00.000Z' });
-    const periods = february.fees!.map((f) => ({ type: f.fee_type, units: f.units, amount: f.amount_cents, from: f.period_started_at, to: f.period_ended_at }));
+    const periods = february.fees!.map((f) => ({
+      type: f.fee_type,
+      units: f.units,
+      amount: f.amount_cents,
+      from: f.period_started_at,
+      to: f.period_ended_at,
+    }));
     expect(periods.sort((a, b) => a.type.localeCompare(b.type))).toEqual([
       { type: 'charge', units: '3.0000', amount: '6.0000', from: '2030-01-15T00:00:00.000Z', to: '2030-02-01T00:00:00.000Z' },
       // February: 28 days, the whole 3100.
@@ -932,10 +1118,14 @@ describe('each fee names the period it bills (issue 12)', () => {
     await advance(clock.id, '2030-01-15T10:00:00Z');
     await sendCalls(customer, sameDay('2030-01-05', 2));
     await ok(await put(`/v1/subscriptions/${sub.id}`, { plan_id: pro.id }), 200);
-    const [old] = await eventually(async () => {
-      const found = await invoicesOf(sub.id);
-      return found.length === 1 ? found : undefined;
-    }, 30_000, 'the old plan invoice');
+    const [old] = await eventually(
+      async () => {
+        const found = await invoicesOf(sub.id);
+        return found.length === 1 ? found : undefined;
+      },
+      30_000,
+      'the old plan invoice',
+    );
     expect(old).toMatchObject({ period_started_at: '2030-01-01T00:00:00.000Z', period_ended_at: '2030-01-15T00:00:00.000Z' });
     expect(old!.fees!.map((f) => [f.fee_type, f.amount_cents, f.period_started_at, f.period_ended_at]).sort()).toEqual([
       ['charge', '2.0000', '2030-01-01T00:00:00.000Z', '2030-01-15T00:00:00.000Z'],
@@ -950,12 +1140,18 @@ describe('wallets at the finalization instant (issue 12, found by the finalizati
     const customer = await createCustomer(clock.id);
     const plan = await createPlan({ amount_cents: 500 });
     const sub = await subscribe({ customer_id: customer.id, plan_id: plan.id });
-    const wallet = await ok<WalletResource>(await post('/v1/wallets', { customer_id: customer.id, initial_granted_credits: '10', expiration_at: '2030-03-01T00:00:00Z' }), 201);
+    const wallet = await ok<WalletResource>(
+      await post('/v1/wallets', { customer_id: customer.id, initial_granted_credits: '10', expiration_at: '2030-03-01T00:00:00Z' }),
+      201,
+    );
     // One advance over both the February 1st boundary and the wallet's expiry.
     await advance(clock.id, '2030-03-01T00:00:00Z');
     const [january] = await invoicesOf(sub.id);
     expect(january).toMatchObject({ issuing_date: '2030-02-01', prepaid_credit_amount: '500.0000', total: '0.0000', status: 'paid' });
-    expect(await ok<WalletResource>(await get(`/v1/wallets/${wallet.id}`), 200)).toMatchObject({ status: 'terminated', balance_cents: '500.0000' });
+    expect(await ok<WalletResource>(await get(`/v1/wallets/${wallet.id}`), 200)).toMatchObject({
+      status: 'terminated',
+      balance_cents: '500.0000',
+    });
   });
 
   it('pays whole cents and keeps a fraction of one', async () => {
@@ -964,7 +1160,10 @@ describe('wallets at the finalization instant (issue 12, found by the finalizati
     const plan = await createPlan({ amount_cents: 1000 });
     const sub = await subscribe({ customer_id: customer.id, plan_id: plan.id });
     // 1.2345 credits at 0.01 a credit: 1.2345 cents.
-    const wallet = await ok<WalletResource>(await post('/v1/wallets', { customer_id: customer.id, rate_amount: '0.01', initial_granted_credits: '1.2345' }), 201);
+    const wallet = await ok<WalletResource>(
+      await post('/v1/wallets', { customer_id: customer.id, rate_amount: '0.01', initial_granted_credits: '1.2345' }),
+      201,
+    );
     expect(wallet.balance_cents).toBe('1.2345');
     await advance(clock.id, '2030-02-01T00:00:00Z');
     const [january] = await invoicesOf(sub.id);
@@ -981,7 +1180,17 @@ describe('coupons are used at finalization (issue 12, found by the finalization 
     const customer = await createCustomer(clock.id, { invoice_grace_period: 40 });
     const plan = await createPlan({ amount_cents: 1000 });
     const code = uid('ONCE');
-    await ok(await post('/v1/coupons', { code, name: 'Once 300', coupon_type: 'fixed_amount', amount_cents: '300', amount_currency: 'USD', frequency: 'once' }), 201);
+    await ok(
+      await post('/v1/coupons', {
+        code,
+        name: 'Once 300',
+        coupon_type: 'fixed_amount',
+        amount_cents: '300',
+        amount_currency: 'USD',
+        frequency: 'once',
+      }),
+      201,
+    );
     await ok(await post('/v1/coupons/apply', { customer_id: customer.id, coupon_code: code }), 201);
     const sub = await subscribe({ customer_id: customer.id, plan_id: plan.id });
 
@@ -1008,7 +1217,12 @@ describe('one advance delivers its instants in order (issue 12, found by the fin
     await advance(clock.id, '2030-04-15T00:00:00Z');
     const [january, february] = await invoicesOf(sub.id);
     expect(january).toMatchObject({ issuing_date: '2030-03-13', prepaid_credit_amount: '1000.0000', total: '0.0000', status: 'paid' });
-    expect(february).toMatchObject({ issuing_date: '2030-04-10', prepaid_credit_amount: '500.0000', total: '500.0000', status: 'finalized' });
+    expect(february).toMatchObject({
+      issuing_date: '2030-04-10',
+      prepaid_credit_amount: '500.0000',
+      total: '500.0000',
+      status: 'finalized',
+    });
     expect(Number(january!.number.split('-').pop())).toBeLessThan(Number(february!.number.split('-').pop()));
     expect((await ok<WalletResource>(await get(`/v1/wallets/${wallet.id}`), 200)).balance_cents).toBe('0.0000');
   });

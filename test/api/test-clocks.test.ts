@@ -33,14 +33,20 @@ const uid = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
 type Headers = Record<string, string>;
 const post = (url: string, payload?: unknown, headers: Headers = org.headers) =>
   stack.app.inject({ method: 'POST', url, headers, ...(payload === undefined ? {} : { payload: payload as object }) });
-const put = (url: string, payload: unknown, headers: Headers = org.headers) => stack.app.inject({ method: 'PUT', url, headers, payload: payload as object });
+const put = (url: string, payload: unknown, headers: Headers = org.headers) =>
+  stack.app.inject({ method: 'PUT', url, headers, payload: payload as object });
 const get = (url: string, headers: Headers = org.headers) => stack.app.inject({ method: 'GET', url, headers });
 const del = (url: string, headers: Headers = org.headers) => stack.app.inject({ method: 'DELETE', url, headers });
 
 beforeAll(async () => {
   stack = await createTestStack();
   worker = await startStackWorker(stack);
-  org = await createOrganization(stack.app, { name: 'Clock Org', default_currency: 'USD', timezone: 'UTC', events_rate_limit_per_minute: 100_000 });
+  org = await createOrganization(stack.app, {
+    name: 'Clock Org',
+    default_currency: 'USD',
+    timezone: 'UTC',
+    events_rate_limit_per_minute: 100_000,
+  });
   other = await createOrganization(stack.app, { name: 'Other Clock Org', default_currency: 'USD', timezone: 'UTC' });
   const res = await post('/v1/billable_metrics', { code: uid('calls'), name: 'API calls', aggregation_type: 'count' });
   expect(res.statusCode, res.body).toBe(201);
@@ -52,8 +58,16 @@ afterAll(async () => {
   await stack?.close();
 });
 
-async function createClock(frozenTime: Date | string, extra: Record<string, unknown> = {}, headers: Headers = org.headers): Promise<TestClockResource> {
-  const res = await post('/v1/test_clocks', { frozen_time: typeof frozenTime === 'string' ? frozenTime : frozenTime.toISOString(), ...extra }, headers);
+async function createClock(
+  frozenTime: Date | string,
+  extra: Record<string, unknown> = {},
+  headers: Headers = org.headers,
+): Promise<TestClockResource> {
+  const res = await post(
+    '/v1/test_clocks',
+    { frozen_time: typeof frozenTime === 'string' ? frozenTime : frozenTime.toISOString(), ...extra },
+    headers,
+  );
   expect(res.statusCode, res.body).toBe(201);
   return res.json<TestClockResource>();
 }
@@ -124,7 +138,11 @@ describe('POST /v1/test_clocks', () => {
   });
 
   it('needs an API key (401)', async () => {
-    expectError(await stack.app.inject({ method: 'POST', url: '/v1/test_clocks', payload: { frozen_time: '2025-01-15T10:00:00Z' } }), 401, 'unauthorized');
+    expectError(
+      await stack.app.inject({ method: 'POST', url: '/v1/test_clocks', payload: { frozen_time: '2025-01-15T10:00:00Z' } }),
+      401,
+      'unauthorized',
+    );
   });
 });
 
@@ -213,7 +231,14 @@ describe('customers on a test clock', () => {
     const onClock = await createCustomer({ test_clock_id: clock.id });
     const real = await createCustomer();
     const created = async (customerId: string) =>
-      eventually(async () => (await stack.db.models.LifecycleEvent.findOne({ organization_id: org.id, type: 'customer.created', 'object.id': customerId }).lean()) ?? undefined);
+      eventually(
+        async () =>
+          (await stack.db.models.LifecycleEvent.findOne({
+            organization_id: org.id,
+            type: 'customer.created',
+            'object.id': customerId,
+          }).lean()) ?? undefined,
+      );
     expect((await created(onClock.id)).occurred_at.toISOString()).toBe('2025-01-15T08:30:00.000Z');
     const realEvent = await created(real.id);
     expect(Math.abs(realEvent.occurred_at.getTime() - Date.now())).toBeLessThan(MINUTE);
@@ -254,10 +279,19 @@ describe("events of a test clock's customer", () => {
     expectValidationError(await post('/v1/events', event(customer, { timestamp: Math.floor(Date.now() / 1000) })), 'timestamp');
 
     const batch = await post('/v1/events/batch', {
-      events: [event(customer, { timestamp: '2025-01-14T00:00:00Z' }), event(customer, { timestamp: '2025-02-01T00:00:00Z' }), event(customer)],
+      events: [
+        event(customer, { timestamp: '2025-01-14T00:00:00Z' }),
+        event(customer, { timestamp: '2025-02-01T00:00:00Z' }),
+        event(customer),
+      ],
     });
     expect(batch.statusCode, batch.body).toBe(201);
-    const result = batch.json<{ ingested: number; duplicates: number; events: EventResource[]; errors: { index: number; code: string; message: string }[] }>();
+    const result = batch.json<{
+      ingested: number;
+      duplicates: number;
+      events: EventResource[];
+      errors: { index: number; code: string; message: string }[];
+    }>();
     expect(result.ingested).toBe(2);
     expect(result.events.map((e) => e.timestamp)).toEqual(['2025-01-14T00:00:00.000Z', '2025-01-15T12:00:00.000Z']);
     expect(result.errors).toEqual([{ index: 1, code: 'validation_error', message: expect.stringMatching(/^timestamp: /) }]);
@@ -268,7 +302,9 @@ describe("events of a test clock's customer", () => {
     const late = await createCustomer({ test_clock_id: (await createClock('2025-06-15T00:00:00Z')).id });
     const real = await createCustomer();
     const sentAt = Date.now();
-    const res = await post('/v1/events/batch', { events: [event(early), event(late), event(real), event(real, { timestamp: '2199-01-01T00:00:00Z' })] });
+    const res = await post('/v1/events/batch', {
+      events: [event(early), event(late), event(real), event(real, { timestamp: '2199-01-01T00:00:00Z' })],
+    });
     expect(res.statusCode, res.body).toBe(201);
     const result = res.json<{ events: EventResource[]; errors: unknown[] }>();
     expect(result.errors).toEqual([]);
@@ -279,7 +315,7 @@ describe("events of a test clock's customer", () => {
     expect(d!.timestamp).toBe('2199-01-01T00:00:00.000Z');
   });
 
-  it("move with the clock: after the clock moves, its new time is the default and the limit", async () => {
+  it('move with the clock: after the clock moves, its new time is the default and the limit', async () => {
     const clock = await createClock('2025-01-15T00:00:00Z');
     const customer = await createCustomer({ test_clock_id: clock.id });
     // The advance itself is the workflow side's: only the clock's time matters here.
@@ -304,7 +340,11 @@ describe("subscriptions of a test clock's customer", () => {
     expect((doc!.workflow_state as { jitterMs: number }).jitterMs).toBe(0);
 
     // An explicit started_at stands.
-    const explicit = await subscribe({ customer_id: customer.id, plan_id: plan.id, started_at: new Date(frozen.getTime() - MINUTE).toISOString() });
+    const explicit = await subscribe({
+      customer_id: customer.id,
+      plan_id: plan.id,
+      started_at: new Date(frozen.getTime() - MINUTE).toISOString(),
+    });
     expect(explicit.started_at).toBe(new Date(frozen.getTime() - MINUTE).toISOString());
   });
 
@@ -344,7 +384,12 @@ describe("current usage of a test clock's customer", () => {
       startedAt: new Date('2025-01-01T00:00:00Z'),
     });
     for (const timestamp of ['2025-06-05T00:00:00Z', '2025-06-12T00:00:00Z', '2025-06-19T00:00:00Z']) {
-      const res = await post('/v1/events', { transaction_id: uid('tx'), external_customer_id: customer.external_id, code: metric.code, timestamp });
+      const res = await post('/v1/events', {
+        transaction_id: uid('tx'),
+        external_customer_id: customer.external_id,
+        code: metric.code,
+        timestamp,
+      });
       expect(res.statusCode, res.body).toBe(201);
     }
     const usage = async () => {
@@ -409,16 +454,29 @@ describe('POST /v1/test_clocks/{id}/advance', () => {
     expectValidationError(await post(`/v1/test_clocks/${clock.id}/advance`, { frozen_time: '2025-01-15T01:00:00+01:00' }), 'frozen_time');
     expectValidationError(await post(`/v1/test_clocks/${clock.id}/advance`, {}), 'frozen_time');
     expectValidationError(await post(`/v1/test_clocks/${clock.id}/advance`, { frozen_time: 'later' }), 'frozen_time');
-    expectUnknownFields(await post(`/v1/test_clocks/${clock.id}/advance`, { frozen_time: '2025-02-01T00:00:00Z', status: 'ready' }), ['status']);
+    expectUnknownFields(await post(`/v1/test_clocks/${clock.id}/advance`, { frozen_time: '2025-02-01T00:00:00Z', status: 'ready' }), [
+      'status',
+    ]);
     const unchanged = (await get(`/v1/test_clocks/${clock.id}`)).json<TestClockResource>();
     expect(unchanged).toMatchObject({ frozen_time: '2025-01-15T00:00:00.000Z', status: 'ready' });
   });
 
   it('refuses an advance while another is under way (400 invalid_state_transition)', async () => {
     const clock = await createClock('2025-01-15T00:00:00Z');
-    await stack.db.models.TestClock.updateOne({ _id: clock.id }, { $set: { status: 'advancing', frozen_time: new Date('2025-02-01T00:00:00Z'), advance_started_at: new Date() } });
-    expectError(await post(`/v1/test_clocks/${clock.id}/advance`, { frozen_time: '2025-03-01T00:00:00Z' }), 400, 'invalid_state_transition');
-    expectError(await post(`/v1/test_clocks/${clock.id}/advance`, { frozen_time: '2025-01-20T00:00:00Z' }), 400, 'invalid_state_transition');
+    await stack.db.models.TestClock.updateOne(
+      { _id: clock.id },
+      { $set: { status: 'advancing', frozen_time: new Date('2025-02-01T00:00:00Z'), advance_started_at: new Date() } },
+    );
+    expectError(
+      await post(`/v1/test_clocks/${clock.id}/advance`, { frozen_time: '2025-03-01T00:00:00Z' }),
+      400,
+      'invalid_state_transition',
+    );
+    expectError(
+      await post(`/v1/test_clocks/${clock.id}/advance`, { frozen_time: '2025-01-20T00:00:00Z' }),
+      400,
+      'invalid_state_transition',
+    );
     expect((await get(`/v1/test_clocks/${clock.id}`)).json<TestClockResource>().frozen_time).toBe('2025-02-01T00:00:00.000Z');
   });
 
@@ -447,7 +505,11 @@ describe('POST /v1/test_clocks/{id}/advance', () => {
     expect([a.statusCode, b.statusCode].sort(), `${a.body} ${b.body}`).toEqual([202, 400]);
     expectError(a.statusCode === 400 ? a : b, 400, 'invalid_state_transition');
     const winner = (a.statusCode === 202 ? a : b).json<TestClockResource>();
-    await eventually(async () => ((await get(`/v1/test_clocks/${clock.id}`)).json<TestClockResource>().status === 'ready' ? true : undefined), 30_000, 'the clock to be ready');
+    await eventually(
+      async () => ((await get(`/v1/test_clocks/${clock.id}`)).json<TestClockResource>().status === 'ready' ? true : undefined),
+      30_000,
+      'the clock to be ready',
+    );
     expect((await get(`/v1/test_clocks/${clock.id}`)).json<TestClockResource>().frozen_time).toBe(winner.frozen_time);
   });
 
@@ -455,11 +517,19 @@ describe('POST /v1/test_clocks/{id}/advance', () => {
     const clock = await createClock('2025-01-15T00:00:00Z');
     const customer = await createCustomer({ test_clock_id: clock.id });
     const sub = await subscribe({ customer_id: customer.id, plan_id: (await createPlan()).id });
-    expect(sub).toMatchObject({ status: 'active', started_at: '2025-01-15T00:00:00.000Z', current_period_started_at: '2025-01-15T00:00:00.000Z' });
+    expect(sub).toMatchObject({
+      status: 'active',
+      started_at: '2025-01-15T00:00:00.000Z',
+      current_period_started_at: '2025-01-15T00:00:00.000Z',
+    });
 
     const res = await post(`/v1/test_clocks/${clock.id}/advance`, { frozen_time: '2025-02-10T00:00:00Z' });
     expect(res.statusCode, res.body).toBe(202);
-    await eventually(async () => ((await get(`/v1/test_clocks/${clock.id}`)).json<TestClockResource>().status === 'ready' ? true : undefined), 30_000, 'the clock to be ready');
+    await eventually(
+      async () => ((await get(`/v1/test_clocks/${clock.id}`)).json<TestClockResource>().status === 'ready' ? true : undefined),
+      30_000,
+      'the clock to be ready',
+    );
     const after = (await get(`/v1/subscriptions/${sub.id}`)).json<SubscriptionResource>();
     expect(after.current_period_started_at).toBe('2025-02-01T00:00:00.000Z');
     // Events follow the advanced clock.

@@ -26,11 +26,17 @@ const api = {
     stack.app.inject({ method: 'POST', url: `/v1/plans/${plan}/usage_thresholds`, headers, payload: payload as Record<string, unknown> }),
   list: (plan: string, query = '', headers: Headers = org.headers) =>
     stack.app.inject({ method: 'GET', url: `/v1/plans/${plan}/usage_thresholds${query}`, headers }),
-  remove: (id: string, headers: Headers = org.headers) => stack.app.inject({ method: 'DELETE', url: `/v1/usage_thresholds/${id}`, headers }),
+  remove: (id: string, headers: Headers = org.headers) =>
+    stack.app.inject({ method: 'DELETE', url: `/v1/usage_thresholds/${id}`, headers }),
 };
 
 async function createPlan(headers: Headers = org.headers): Promise<PlanResource> {
-  const res = await stack.app.inject({ method: 'POST', url: '/v1/plans', headers, payload: { code: nextCode(), name: 'Plan', interval: 'monthly' } });
+  const res = await stack.app.inject({
+    method: 'POST',
+    url: '/v1/plans',
+    headers,
+    payload: { code: nextCode(), name: 'Plan', interval: 'monthly' },
+  });
   expect(res.statusCode, res.body).toBe(201);
   return res.json<PlanResource>();
 }
@@ -56,7 +62,9 @@ describe('create and list', () => {
       created_at: expect.stringMatching(ISO_MS_UTC),
       updated_at: expect.stringMatching(ISO_MS_UTC),
     });
-    const stored = await stack.db.connection.collection('usage_thresholds').findOne({ _id: res.json<UsageThresholdResource>().id as never });
+    const stored = await stack.db.connection
+      .collection('usage_thresholds')
+      .findOne({ _id: res.json<UsageThresholdResource>().id as never });
     expect(stored).toMatchObject({ organization_id: org.id, plan_id: plan.id, recurring: false, threshold_display_name: null });
     expect(stored!.amount_cents.constructor.name).toBe('Decimal128');
   });

@@ -59,8 +59,10 @@ function assertWorkerAlive() {
 }
 
 type Headers = Record<string, string>;
-const post = (url: string, payload: unknown, headers: Headers = org.headers) => stack.app.inject({ method: 'POST', url, headers, payload: payload as object });
-const put = (url: string, payload: unknown, headers: Headers = org.headers) => stack.app.inject({ method: 'PUT', url, headers, payload: payload as object });
+const post = (url: string, payload: unknown, headers: Headers = org.headers) =>
+  stack.app.inject({ method: 'POST', url, headers, payload: payload as object });
+const put = (url: string, payload: unknown, headers: Headers = org.headers) =>
+  stack.app.inject({ method: 'PUT', url, headers, payload: payload as object });
 const get = (url: string, headers: Headers = org.headers) => stack.app.inject({ method: 'GET', url, headers });
 const del = (url: string, headers: Headers = org.headers) => stack.app.inject({ method: 'DELETE', url, headers });
 
@@ -122,9 +124,24 @@ describe('POST /v1/wallets', () => {
 
   it('grants initial credits at the rate: 10 credits at 2.5 are 2500.0000 cents, one granted inbound transaction', async () => {
     const c = await customer();
-    const w = await wallet({ customer_id: c.external_id, rate_amount: '2.5', initial_granted_credits: '10', priority: 7, code: 'main', currency: 'usd' });
+    const w = await wallet({
+      customer_id: c.external_id,
+      rate_amount: '2.5',
+      initial_granted_credits: '10',
+      priority: 7,
+      code: 'main',
+      currency: 'usd',
+    });
 
-    expect(w).toMatchObject({ customer_id: c.id, rate_amount: '2.5', credits_balance: '10.0000', balance_cents: '2500.0000', priority: 7, code: 'main', currency: 'USD' });
+    expect(w).toMatchObject({
+      customer_id: c.id,
+      rate_amount: '2.5',
+      credits_balance: '10.0000',
+      balance_cents: '2500.0000',
+      priority: 7,
+      code: 'main',
+      currency: 'USD',
+    });
     const { items, total } = await transactions(w.id);
     expect(total).toBe(1);
     expect(items[0]).toMatchObject({
@@ -145,17 +162,24 @@ describe('POST /v1/wallets', () => {
     const expiration = future(30 * DAY);
     const w = await wallet({ customer_id: c.id, initial_granted_credits: 3, expiration_at: expiration, priority: 50 });
     expect(w).toMatchObject({ balance_cents: '300.0000', credits_balance: '3.0000', expiration_at: expiration, priority: 50 });
-    expect(await stack.temporal.client.workflow.getHandle(workflowIds.wallet(w.id)).query(walletStateQuery)).toMatchObject({ status: 'active', expirationAt: expiration });
+    expect(await stack.temporal.client.workflow.getHandle(workflowIds.wallet(w.id)).query(walletStateQuery)).toMatchObject({
+      status: 'active',
+      expirationAt: expiration,
+    });
   });
 
   it('answers 422 for out-of-range or malformed fields', async () => {
     const c = await customer();
     const base = { customer_id: c.id, name: 'w' };
     for (const priority of [0, 51, -1, 2.5, '3']) expectValidationError(await post('/v1/wallets', { ...base, priority }), 'priority');
-    for (const rate of ['0', 0, '-1', '1.00001', 'abc']) expectValidationError(await post('/v1/wallets', { ...base, rate_amount: rate }), 'rate_amount');
+    for (const rate of ['0', 0, '-1', '1.00001', 'abc'])
+      expectValidationError(await post('/v1/wallets', { ...base, rate_amount: rate }), 'rate_amount');
     expectValidationError(await post('/v1/wallets', { ...base, initial_granted_credits: '1.00001' }), 'initial_granted_credits');
     expectValidationError(await post('/v1/wallets', { ...base, initial_granted_credits: '-1' }), 'initial_granted_credits');
-    expectValidationError(await post('/v1/wallets', { ...base, expiration_at: new Date(Date.now() - 60_000).toISOString() }), 'expiration_at');
+    expectValidationError(
+      await post('/v1/wallets', { ...base, expiration_at: new Date(Date.now() - 60_000).toISOString() }),
+      'expiration_at',
+    );
     expectValidationError(await post('/v1/wallets', { ...base, expiration_at: 'tomorrow' }), 'expiration_at');
     expectValidationError(await post('/v1/wallets', { ...base, currency: 'XYZ' }), 'currency');
     expectValidationError(await post('/v1/wallets', { name: 'w' }), 'customer_id');
@@ -165,7 +189,7 @@ describe('POST /v1/wallets', () => {
     expect(list.headers['x-total-count']).toBe('0');
   });
 
-  it('answers 422 when the currency is not the customer\'s', async () => {
+  it("answers 422 when the currency is not the customer's", async () => {
     const c = await customer(org.headers, { currency: 'EUR' });
     expectValidationError(await post('/v1/wallets', { customer_id: c.id, currency: 'USD' }), 'currency');
     const w = await wallet({ customer_id: c.id });
@@ -242,7 +266,11 @@ describe('PUT /v1/wallets/{id}', () => {
     expect(res.json()).toMatchObject({ id: w.id, name: 'Renamed', priority: 3, expiration_at: expiration, status: 'active' });
 
     const handle = stack.temporal.client.workflow.getHandle(workflowIds.wallet(w.id));
-    await eventually(async () => ((await handle.query(walletStateQuery)).expirationAt === expiration ? true : undefined), 5000, 'the new expiration');
+    await eventually(
+      async () => ((await handle.query(walletStateQuery)).expirationAt === expiration ? true : undefined),
+      5000,
+      'the new expiration',
+    );
     const cleared = await put(`/v1/wallets/${w.id}`, { expiration_at: null });
     expect(cleared.json()).toMatchObject({ expiration_at: null, name: 'Renamed', priority: 3 });
     await eventually(async () => ((await handle.query(walletStateQuery)).expirationAt === null ? true : undefined), 5000, 'no expiration');
@@ -282,7 +310,8 @@ describe('POST /v1/wallets/{id}/top_up', () => {
   it('answers 422 for zero, negative or over-precise credits, an unknown source and unknown fields', async () => {
     const c = await customer();
     const w = await wallet({ customer_id: c.id });
-    for (const credits of ['0', 0, '-5', '1.00001', 'ten']) expectValidationError(await post(`/v1/wallets/${w.id}/top_up`, { credits }), 'credits');
+    for (const credits of ['0', 0, '-5', '1.00001', 'ten'])
+      expectValidationError(await post(`/v1/wallets/${w.id}/top_up`, { credits }), 'credits');
     expectValidationError(await post(`/v1/wallets/${w.id}/top_up`, {}), 'credits');
     expectValidationError(await post(`/v1/wallets/${w.id}/top_up`, { credits: '1', source: 'gift' }), 'source');
     expectUnknownFields(await post(`/v1/wallets/${w.id}/top_up`, { credits: '1', paid_credits: '1' }), ['paid_credits']);
@@ -305,12 +334,25 @@ describe('GET /v1/wallets/{id}/transactions', () => {
     const c = await customer();
     const w = await wallet({ customer_id: c.id, initial_granted_credits: '20' });
     const invoiceId = randomUUID();
-    await consumeWalletsForInvoice(stack.db, { organizationId: org.id, customerId: c.id, currency: 'USD', invoiceId, amountCents: dec(750), at: new Date() });
+    await consumeWalletsForInvoice(stack.db, {
+      organizationId: org.id,
+      customerId: c.id,
+      currency: 'USD',
+      invoiceId,
+      amountCents: dec(750),
+      at: new Date(),
+    });
 
     expect((await get(`/v1/wallets/${w.id}`)).json()).toMatchObject({ balance_cents: '1250.0000', credits_balance: '12.5000' });
     const outbound = await transactions(w.id, '?transaction_type=outbound');
     expect(outbound.total).toBe(1);
-    expect(outbound.items[0]).toMatchObject({ transaction_type: 'outbound', status: 'invoiced', amount: '750.0000', credit_amount: '7.5', invoice_id: invoiceId });
+    expect(outbound.items[0]).toMatchObject({
+      transaction_type: 'outbound',
+      status: 'invoiced',
+      amount: '750.0000',
+      credit_amount: '7.5',
+      invoice_id: invoiceId,
+    });
     expect((await transactions(w.id, '?status=granted')).total).toBe(1);
     const page = await transactions(w.id, '?limit=1');
     expect(page.total).toBe(2);
@@ -347,7 +389,11 @@ describe('DELETE /v1/wallets/{id}', () => {
     const w = await wallet({ customer_id: c.id });
     const results = await Promise.all([del(`/v1/wallets/${w.id}`), del(`/v1/wallets/${w.id}`)]);
     expect(results.map((r) => r.statusCode).sort()).toEqual([200, 400]);
-    expectError(results.find((r) => r.statusCode === 400)!, 400, 'wallet_terminated');
+    expectError(
+      results.find((r) => r.statusCode === 400)!,
+      400,
+      'wallet_terminated',
+    );
   });
 
   it('a wallet whose workflow is missing is still terminated (the workflow is started again)', async () => {

@@ -162,7 +162,11 @@ describe('update', () => {
     const created = await createEndpoint({ event_types: ['invoice.paid'] });
     const deactivated = await api.update(created.id, { status: 'inactive' });
     expect(deactivated.statusCode, deactivated.body).toBe(200);
-    expect(deactivated.json<WebhookEndpointResource>()).toMatchObject({ url: created.url, status: 'inactive', event_types: ['invoice.paid'] });
+    expect(deactivated.json<WebhookEndpointResource>()).toMatchObject({
+      url: created.url,
+      status: 'inactive',
+      event_types: ['invoice.paid'],
+    });
 
     const back = await api.update(created.id, { status: 'active', event_types: [] });
     expect(back.statusCode, back.body).toBe(200);
@@ -252,7 +256,11 @@ describe('validation', () => {
   });
 
   it('an unknown event type in event_types is 422 naming event_types', async () => {
-    const body = expectError(await api.create({ url: nextUrl(), event_types: ['customer.created', 'invoice.exploded'] }), 422, 'validation_error');
+    const body = expectError(
+      await api.create({ url: nextUrl(), event_types: ['customer.created', 'invoice.exploded'] }),
+      422,
+      'validation_error',
+    );
     expect(body.errors.some((e) => e.path === 'event_types' || e.path.startsWith('event_types.'))).toBe(true);
     expect(body.message).toContain('event_types');
   });
@@ -340,7 +348,11 @@ describe('tenant isolation', () => {
     const ownB = await createEndpoint({}, orgB.headers);
 
     expectError(await api.get(created.id, orgB.headers), 404, 'webhook_endpoint_not_found');
-    expectError(await api.update(created.id, { status: 'inactive', url: nextUrl('hijack') }, orgB.headers), 404, 'webhook_endpoint_not_found');
+    expectError(
+      await api.update(created.id, { status: 'inactive', url: nextUrl('hijack') }, orgB.headers),
+      404,
+      'webhook_endpoint_not_found',
+    );
     expectError(await api.rotate(created.id, orgB.headers), 404, 'webhook_endpoint_not_found');
     expectError(await api.remove(created.id, orgB.headers), 404, 'webhook_endpoint_not_found');
 
@@ -352,7 +364,12 @@ describe('tenant isolation', () => {
     // Nothing changed for the owner.
     const read = await api.get(created.id);
     expect(read.statusCode).toBe(200);
-    expect(read.json<WebhookEndpointResource>()).toMatchObject({ url: created.url, status: 'active', deleted_at: null, event_types: ['invoice.paid'] });
+    expect(read.json<WebhookEndpointResource>()).toMatchObject({
+      url: created.url,
+      status: 'active',
+      deleted_at: null,
+      event_types: ['invoice.paid'],
+    });
     expect(await storedSecret(created.id)).toBe(created.secret);
 
     // And the other way round.

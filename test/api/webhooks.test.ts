@@ -66,7 +66,8 @@ async function createCustomer(org: TestOrganization): Promise<CustomerResource> 
   return res.json<CustomerResource>();
 }
 
-const getWebhook = (id: string, headers: Headers) => stack.app.inject({ method: 'GET', url: `/v1/webhooks/${encodeURIComponent(id)}`, headers });
+const getWebhook = (id: string, headers: Headers) =>
+  stack.app.inject({ method: 'GET', url: `/v1/webhooks/${encodeURIComponent(id)}`, headers });
 const listWebhooks = (query: string, headers: Headers) => stack.app.inject({ method: 'GET', url: `/v1/webhooks${query}`, headers });
 const retryWebhook = (id: string, headers: Headers) =>
   stack.app.inject({ method: 'POST', url: `/v1/webhooks/${encodeURIComponent(id)}/retry`, headers });
@@ -82,7 +83,12 @@ async function waitForRequests(path: string, count: number, timeoutMs = 20_000):
   );
 }
 
-async function waitForStatus(id: string, headers: Headers, status: WebhookResource['status'], timeoutMs = 20_000): Promise<WebhookResource> {
+async function waitForStatus(
+  id: string,
+  headers: Headers,
+  status: WebhookResource['status'],
+  timeoutMs = 20_000,
+): Promise<WebhookResource> {
   return eventually(
     async () => {
       assertWorkerAlive();
@@ -149,9 +155,14 @@ describe('customer.created is delivered', () => {
     const eventId = String(request!.headers['x-billing-event-id']);
     expect(deliveryId).toMatch(UUID);
     expect(eventId).toMatch(UUID);
-    expect(verifyWebhookSignature(endpoint.secret, request!.body, String(request!.headers['x-billing-signature']), Math.floor(Date.now() / 1000))).toBe(
-      true,
-    );
+    expect(
+      verifyWebhookSignature(
+        endpoint.secret,
+        request!.body,
+        String(request!.headers['x-billing-signature']),
+        Math.floor(Date.now() / 1000),
+      ),
+    ).toBe(true);
     expect(JSON.parse(request!.body)).toEqual({
       id: eventId,
       type: 'customer.created',
@@ -197,7 +208,12 @@ describe('customer.created is delivered', () => {
     const others = await createEndpoint(org, uniquePath('others'), { event_types: ['invoice.finalized', 'payment.failed'] });
     const inactive = await createEndpoint(org, uniquePath('inactive'), { status: 'inactive' });
     const deactivated = await createEndpoint(org, uniquePath('deactivated'));
-    const put = await stack.app.inject({ method: 'PUT', url: `/v1/webhook_endpoints/${deactivated.id}`, headers: org.headers, payload: { status: 'inactive' } });
+    const put = await stack.app.inject({
+      method: 'PUT',
+      url: `/v1/webhook_endpoints/${deactivated.id}`,
+      headers: org.headers,
+      payload: { status: 'inactive' },
+    });
     expect(put.statusCode, put.body).toBe(200);
     const deleted = await createEndpoint(org, uniquePath('deleted'));
     const del = await stack.app.inject({ method: 'DELETE', url: `/v1/webhook_endpoints/${deleted.id}`, headers: org.headers });
@@ -404,9 +420,14 @@ describe('POST /v1/webhooks/{id}/retry', () => {
     expect(delivered.attempt_log.at(-1)).toMatchObject({ attempt: 11, http_status: 200, error: null });
     expect(delivered.last_attempt_at).toBe(delivered.attempt_log.at(-1)!.attempted_at);
     expect(JSON.parse(request!.body)).toEqual(delivered.payload);
-    expect(verifyWebhookSignature(endpoint.secret, request!.body, String(request!.headers['x-billing-signature']), Math.floor(Date.now() / 1000))).toBe(
-      true,
-    );
+    expect(
+      verifyWebhookSignature(
+        endpoint.secret,
+        request!.body,
+        String(request!.headers['x-billing-signature']),
+        Math.floor(Date.now() / 1000),
+      ),
+    ).toBe(true);
 
     // The new run continued the count: it made attempt 11 only.
     const handle = stack.temporal.client.workflow.getHandle(workflowIds.webhook(id));
@@ -426,7 +447,11 @@ describe('POST /v1/webhooks/{id}/retry', () => {
 
     const answers = await Promise.all([retryWebhook(id, org.headers), retryWebhook(id, org.headers)]);
     expect(answers.map((r) => r.statusCode).sort()).toEqual([200, 400]);
-    expectError(answers.find((r) => r.statusCode === 400)!, 400, 'invalid_state_transition');
+    expectError(
+      answers.find((r) => r.statusCode === 400)!,
+      400,
+      'invalid_state_transition',
+    );
 
     const delivered = await waitForStatus(id, org.headers, 'succeeded');
     expect(delivered).toMatchObject({ attempts: 11 });
@@ -456,7 +481,11 @@ describe('POST /v1/webhooks/{id}/retry', () => {
     const org = await createOrganization(stack.app, { name: 'Retry Rotated Org' });
     const endpoint = await createEndpoint(org, uniquePath('retry-rotated'));
     const id = await insertDelivery(org, endpoint.id, { status: 'failed', attempts: 10 });
-    const rotate = await stack.app.inject({ method: 'POST', url: `/v1/webhook_endpoints/${endpoint.id}/rotate_secret`, headers: org.headers });
+    const rotate = await stack.app.inject({
+      method: 'POST',
+      url: `/v1/webhook_endpoints/${endpoint.id}/rotate_secret`,
+      headers: org.headers,
+    });
     expect(rotate.statusCode, rotate.body).toBe(200);
     const newSecret = rotate.json<{ secret: string }>().secret;
 

@@ -22,18 +22,33 @@ afterAll(async () => stack?.close());
 const deps = () => ({ models: stack.db.models, temporal: stack.temporal });
 
 async function customer() {
-  const res = await stack.app.inject({ method: 'POST', url: '/v1/customers', headers: org.headers, payload: { external_id: `c-${randomUUID()}` } });
+  const res = await stack.app.inject({
+    method: 'POST',
+    url: '/v1/customers',
+    headers: org.headers,
+    payload: { external_id: `c-${randomUUID()}` },
+  });
   return res.json<{ id: string }>().id;
 }
 
 async function coupon(body: Record<string, unknown>) {
-  const res = await stack.app.inject({ method: 'POST', url: '/v1/coupons', headers: org.headers, payload: { code: `cp-${randomUUID().slice(0, 8)}`, name: 'Coupon', ...body } });
+  const res = await stack.app.inject({
+    method: 'POST',
+    url: '/v1/coupons',
+    headers: org.headers,
+    payload: { code: `cp-${randomUUID().slice(0, 8)}`, name: 'Coupon', ...body },
+  });
   expect(res.statusCode, res.body).toBe(201);
   return res.json<{ id: string; code: string }>();
 }
 
 async function apply(couponCode: string, customerId: string) {
-  const res = await stack.app.inject({ method: 'POST', url: '/v1/coupons/apply', headers: org.headers, payload: { coupon_code: couponCode, customer_id: customerId } });
+  const res = await stack.app.inject({
+    method: 'POST',
+    url: '/v1/coupons/apply',
+    headers: org.headers,
+    payload: { coupon_code: couponCode, customer_id: customerId },
+  });
   expect(res.statusCode, res.body).toBe(201);
   return res.json<{ id: string }>().id;
 }
@@ -45,7 +60,9 @@ async function invoiceFor(customerId: string, amount: string) {
     invoiceType: 'one_off',
     currency: 'USD',
     idempotencyKey: `t/${randomUUID()}`,
-    fees: [{ key: 'line/000', fee_type: 'add_on', amount_cents: dec(amount), units: dec(1), events_count: 0, unit_amount_cents: dec(amount) }],
+    fees: [
+      { key: 'line/000', fee_type: 'add_on', amount_cents: dec(amount), units: dec(1), events_count: 0, unit_amount_cents: dec(amount) },
+    ],
     at: new Date(),
   });
   return invoice;
@@ -61,7 +78,10 @@ describe('coupon consumption at finalization', () => {
     const invoice = await invoiceFor(c, '3000');
     expect(invoice.applied_coupons.map((a) => String(a.amount_cents))).toEqual(['3000']);
     expect(String(invoice.total)).toBe('0');
-    await Promise.all([finalizeInvoice(stack.db, deps(), invoice._id, new Date()), finalizeInvoice(stack.db, deps(), invoice._id, new Date())]);
+    await Promise.all([
+      finalizeInvoice(stack.db, deps(), invoice._id, new Date()),
+      finalizeInvoice(stack.db, deps(), invoice._id, new Date()),
+    ]);
     expect((await applied(appliedId)).status).toBe('terminated');
     // The next invoice gets no discount.
     const next = await invoiceFor(c, '3000');
@@ -98,7 +118,13 @@ describe('coupon consumption at finalization', () => {
 
   it('terminates a coupon that is not reusable together with its application', async () => {
     const c = await customer();
-    const cp = await coupon({ coupon_type: 'fixed_amount', amount_cents: '100', amount_currency: 'USD', frequency: 'once', reusable: false });
+    const cp = await coupon({
+      coupon_type: 'fixed_amount',
+      amount_cents: '100',
+      amount_currency: 'USD',
+      frequency: 'once',
+      reusable: false,
+    });
     await apply(cp.code, c);
     const invoice = await invoiceFor(c, '1000');
     await finalizeInvoice(stack.db, deps(), invoice._id, new Date());

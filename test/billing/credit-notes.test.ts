@@ -46,7 +46,10 @@ async function newCustomer(organizationId: string, currency = 'USD'): Promise<st
   return customer._id;
 }
 
-async function seedInvoice(ctx: Ctx, options: { status?: InvoiceDoc['status']; currency?: string; customerId?: string } = {}): Promise<InvoiceDoc> {
+async function seedInvoice(
+  ctx: Ctx,
+  options: { status?: InvoiceDoc['status']; currency?: string; customerId?: string } = {},
+): Promise<InvoiceDoc> {
   const id = randomUUID();
   const invoice = await stack.db.models.Invoice.create({
     _id: id,
@@ -95,7 +98,14 @@ async function seedFee(invoice: InvoiceDoc, total: Decimal.Value, credited: Deci
 const AT = new Date('2026-11-21T10:00:00.000Z');
 
 function create(ctx: Ctx, invoice: InvoiceDoc, items: NewCreditNote['items'], extra: Partial<NewCreditNote> = {}) {
-  return createCreditNote(stack.db, deps, { organizationId: ctx.organizationId, invoiceId: invoice._id, reason: 'order_change', items, at: AT, ...extra });
+  return createCreditNote(stack.db, deps, {
+    organizationId: ctx.organizationId,
+    invoiceId: invoice._id,
+    reason: 'order_change',
+    items,
+    at: AT,
+    ...extra,
+  });
 }
 
 async function credited(feeId: string): Promise<string> {
@@ -158,7 +168,9 @@ describe('numbering', () => {
     const west = await newOrg('America/Los_Angeles');
     const westInvoice = await seedInvoice(west);
     const westFee = await seedFee(westInvoice, 1000);
-    const westNote = await create(west, westInvoice, [{ fee_id: westFee._id, amount_cents: 5 }], { at: new Date('2026-11-21T05:00:00.000Z') });
+    const westNote = await create(west, westInvoice, [{ fee_id: westFee._id, amount_cents: 5 }], {
+      at: new Date('2026-11-21T05:00:00.000Z'),
+    });
     expect(westNote.number).toBe('CN-20261120-0001');
   });
 
@@ -181,7 +193,12 @@ describe('creditable amounts', () => {
     await create(ctx, invoice, [{ fee_id: fee._id, amount_cents: 600 }]);
     await create(ctx, invoice, [{ fee_id: fee._id, amount_cents: '400.5' }]);
     expect(await credited(fee._id)).toBe('1000.5000');
-    const err = await refusal(create(ctx, invoice, [{ fee_id: other._id, amount_cents: 10 }, { fee_id: fee._id, amount_cents: '0.0001' }]));
+    const err = await refusal(
+      create(ctx, invoice, [
+        { fee_id: other._id, amount_cents: 10 },
+        { fee_id: fee._id, amount_cents: '0.0001' },
+      ]),
+    );
     expect(err.status).toBe(422);
     expect(err.errors.map((e) => e.path)).toEqual(['items.1.amount_cents']);
     // Nothing of the refused note stuck: the other fee is untouched, and no number was taken.
@@ -206,7 +223,9 @@ describe('creditable amounts', () => {
     const ctx = await newOrg();
     const invoice = await seedInvoice(ctx);
     const fee = await seedFee(invoice, 1000);
-    const results = await Promise.allSettled(Array.from({ length: 10 }, () => create(ctx, invoice, [{ fee_id: fee._id, amount_cents: 300 }])));
+    const results = await Promise.allSettled(
+      Array.from({ length: 10 }, () => create(ctx, invoice, [{ fee_id: fee._id, amount_cents: 300 }])),
+    );
     const created = results.filter((r) => r.status === 'fulfilled');
     const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
     expect(created).toHaveLength(3);
@@ -311,7 +330,9 @@ describe('creditable amounts', () => {
     const invoice = await seedInvoice(ctx);
     const fee = await seedFee(invoice, 100);
     const customer = await stack.db.models.Customer.findById(ctx.customerId).lean();
-    expect((await create(ctx, invoice, [{ fee_id: fee._id, amount_cents: 1 }], { customerId: customer!.external_id })).customer_id).toBe(ctx.customerId);
+    expect((await create(ctx, invoice, [{ fee_id: fee._id, amount_cents: 1 }], { customerId: customer!.external_id })).customer_id).toBe(
+      ctx.customerId,
+    );
     const stranger = await newCustomer(ctx.organizationId);
     const err = await refusal(create(ctx, invoice, [{ fee_id: fee._id, amount_cents: 1 }], { customerId: stranger }));
     expect([err.status, err.errors[0]!.path]).toEqual([422, 'customer_id']);
@@ -328,7 +349,9 @@ describe('idempotent creation (workflows)', () => {
     expect(again._id).toBe(first._id);
     expect(again.number).toBe(first.number);
     expect(await credited(fee._id)).toBe('250.0000');
-    expect(await stack.db.models.LifecycleEvent.countDocuments({ organization_id: ctx.organizationId, type: 'credit_note.created' })).toBe(1);
+    expect(await stack.db.models.LifecycleEvent.countDocuments({ organization_id: ctx.organizationId, type: 'credit_note.created' })).toBe(
+      1,
+    );
   });
 
   it('a retry after a crash between crediting the fee and inserting the note credits it once', async () => {
@@ -352,7 +375,9 @@ describe('idempotent creation (workflows)', () => {
     const ctx = await newOrg();
     const invoice = await seedInvoice(ctx);
     const fee = await seedFee(invoice, 1000);
-    const notes = await Promise.all(Array.from({ length: 5 }, () => create(ctx, invoice, [{ fee_id: fee._id, amount_cents: 400 }], { idempotencyKey: 'same' })));
+    const notes = await Promise.all(
+      Array.from({ length: 5 }, () => create(ctx, invoice, [{ fee_id: fee._id, amount_cents: 400 }], { idempotencyKey: 'same' })),
+    );
     expect(new Set(notes.map((n) => n._id)).size).toBe(1);
     expect(await stack.db.models.CreditNote.countDocuments({ organization_id: ctx.organizationId })).toBe(1);
     expect(await credited(fee._id)).toBe('400.0000');
@@ -409,7 +434,13 @@ describe('state transitions', () => {
     const note = await create(ctx, invoice, [{ fee_id: fee._id, amount_cents: 1000 }]);
     await finalizeCreditNote(stack.db, deps, { organizationId: ctx.organizationId, creditNoteId: note._id, at: AT });
     const later = await seedInvoice(ctx);
-    const applied = await applyCreditNotesToInvoice(stack.db, { ...ctx, currency: 'USD', invoiceId: later._id, amountCents: new Decimal(300), at: AT });
+    const applied = await applyCreditNotesToInvoice(stack.db, {
+      ...ctx,
+      currency: 'USD',
+      invoiceId: later._id,
+      amountCents: new Decimal(300),
+      at: AT,
+    });
     expect(applied.totalCents.toFixed(4)).toBe('300.0000');
     const voided = await voidCreditNote(stack.db, deps, { organizationId: ctx.organizationId, creditNoteId: note._id, at: AT });
     expect(str(voided.items[0]!.released_amount_cents)).toBe('700.0000');
@@ -418,7 +449,11 @@ describe('state transitions', () => {
     expect((await create(ctx, invoice, [{ fee_id: fee._id, amount_cents: 700 }])).status).toBe('draft');
     // A voided note is never applied again.
     const next = await seedInvoice(ctx);
-    expect((await applyCreditNotesToInvoice(stack.db, { ...ctx, currency: 'USD', invoiceId: next._id, amountCents: new Decimal(1000), at: AT })).totalCents.toNumber()).toBe(0);
+    expect(
+      (
+        await applyCreditNotesToInvoice(stack.db, { ...ctx, currency: 'USD', invoiceId: next._id, amountCents: new Decimal(1000), at: AT })
+      ).totalCents.toNumber(),
+    ).toBe(0);
   });
 
   it('release plan: the unapplied balance over the items in order, each at most its amount', () => {
@@ -432,7 +467,9 @@ describe('state transitions', () => {
     const note = await finalizedNote(a, 10, AT);
     const err = await refusal(voidCreditNote(stack.db, deps, { organizationId: b.organizationId, creditNoteId: note._id, at: AT }));
     expect([err.status, err.code]).toEqual([404, 'credit_note_not_found']);
-    const missing = await refusal(finalizeCreditNote(stack.db, deps, { organizationId: a.organizationId, creditNoteId: randomUUID(), at: AT }));
+    const missing = await refusal(
+      finalizeCreditNote(stack.db, deps, { organizationId: a.organizationId, creditNoteId: randomUUID(), at: AT }),
+    );
     expect(missing.status).toBe(404);
   });
 });
@@ -452,7 +489,13 @@ describe('application to later invoices', () => {
     await voidCreditNote(stack.db, deps, { organizationId: ctx.organizationId, creditNoteId: voidedNote._id, at: at(4) });
 
     const x = await seedInvoice(ctx);
-    const onX = await applyCreditNotesToInvoice(stack.db, { ...ctx, currency: 'USD', invoiceId: x._id, amountCents: new Decimal(600), at: at(5) });
+    const onX = await applyCreditNotesToInvoice(stack.db, {
+      ...ctx,
+      currency: 'USD',
+      invoiceId: x._id,
+      amountCents: new Decimal(600),
+      at: at(5),
+    });
     expect(onX.totalCents.toFixed(4)).toBe('600.0000');
     expect(onX.applications.map((a) => [a.creditNoteId, a.amountCents.toFixed(4)])).toEqual([
       [oldest._id, '300.0000'],
@@ -460,7 +503,13 @@ describe('application to later invoices', () => {
     ]);
 
     const y = await seedInvoice(ctx);
-    const onY = await applyCreditNotesToInvoice(stack.db, { ...ctx, currency: 'USD', invoiceId: y._id, amountCents: new Decimal(10000), at: at(6) });
+    const onY = await applyCreditNotesToInvoice(stack.db, {
+      ...ctx,
+      currency: 'USD',
+      invoiceId: y._id,
+      amountCents: new Decimal(10000),
+      at: at(6),
+    });
     expect(onY.applications.map((a) => [a.creditNoteId, a.amountCents.toFixed(4)])).toEqual([
       [middle._id, '200.0000'],
       [newest._id, '400.0000'],
@@ -490,16 +539,34 @@ describe('application to later invoices', () => {
     const otherCustomer = { ...ctx, customerId: await newCustomer(ctx.organizationId) };
     await finalizedNote(otherCustomer, 300, at(3));
 
-    const onOwn = await applyCreditNotesToInvoice(stack.db, { ...ctx, currency: 'USD', invoiceId: own.invoice_id, amountCents: new Decimal(1000), at: at(5) });
+    const onOwn = await applyCreditNotesToInvoice(stack.db, {
+      ...ctx,
+      currency: 'USD',
+      invoiceId: own.invoice_id,
+      amountCents: new Decimal(1000),
+      at: at(5),
+    });
     expect(onOwn.totalCents.toNumber()).toBe(0);
 
     const later = await seedInvoice(ctx);
-    const usd = await applyCreditNotesToInvoice(stack.db, { ...ctx, currency: 'USD', invoiceId: later._id, amountCents: new Decimal(1000), at: at(6) });
+    const usd = await applyCreditNotesToInvoice(stack.db, {
+      ...ctx,
+      currency: 'USD',
+      invoiceId: later._id,
+      amountCents: new Decimal(1000),
+      at: at(6),
+    });
     expect(usd.applications.map((a) => a.creditNoteId)).toEqual([own._id]);
     expect(usd.totalCents.toFixed(4)).toBe('200.0000');
 
     const laterEur = await seedInvoice(ctx, { currency: 'EUR' });
-    const eur = await applyCreditNotesToInvoice(stack.db, { ...ctx, currency: 'EUR', invoiceId: laterEur._id, amountCents: new Decimal(1000), at: at(7) });
+    const eur = await applyCreditNotesToInvoice(stack.db, {
+      ...ctx,
+      currency: 'EUR',
+      invoiceId: laterEur._id,
+      amountCents: new Decimal(1000),
+      at: at(7),
+    });
     expect(eur.applications.map((a) => a.creditNoteId)).toEqual([euro._id]);
   });
 
@@ -515,7 +582,9 @@ describe('application to later invoices', () => {
     expect(retry.applications.map((x) => [x.creditNoteId, x.amountCents.toFixed(4)])).toEqual(
       first.applications.map((x) => [x.creditNoteId, x.amountCents.toFixed(4)]),
     );
-    const notes = await stack.db.models.CreditNote.find({ _id: { $in: [a._id, b._id] } }).sort({ created_at: 1 }).lean();
+    const notes = await stack.db.models.CreditNote.find({ _id: { $in: [a._id, b._id] } })
+      .sort({ created_at: 1 })
+      .lean();
     expect(notes.map((n) => str(n.balance_amount_cents))).toEqual(['0.0000', '200.0000']);
     expect(await stack.db.models.InvoiceSettlement.countDocuments({ invoice_id: invoice._id })).toBe(2);
   });
@@ -527,9 +596,18 @@ describe('application to later invoices', () => {
     // The first attempt's note update, without its settlement.
     await stack.db.models.CreditNote.updateOne(
       { _id: note._id },
-      { $inc: { balance_amount_cents: D(-120) }, $push: { applied_invoice_ids: invoice._id, applications: { invoice_id: invoice._id, amount_cents: D(120), applied_at: at(5) } } },
+      {
+        $inc: { balance_amount_cents: D(-120) },
+        $push: { applied_invoice_ids: invoice._id, applications: { invoice_id: invoice._id, amount_cents: D(120), applied_at: at(5) } },
+      },
     );
-    const retry = await applyCreditNotesToInvoice(stack.db, { ...ctx, currency: 'USD', invoiceId: invoice._id, amountCents: new Decimal(120), at: at(5) });
+    const retry = await applyCreditNotesToInvoice(stack.db, {
+      ...ctx,
+      currency: 'USD',
+      invoiceId: invoice._id,
+      amountCents: new Decimal(120),
+      at: at(5),
+    });
     expect(retry.totalCents.toFixed(4)).toBe('120.0000');
     const settlement = await stack.db.models.InvoiceSettlement.findOne({ invoice_id: invoice._id, source_id: note._id }).lean();
     expect(str(settlement!.amount_cents)).toBe('120.0000');
@@ -541,7 +619,9 @@ describe('application to later invoices', () => {
     const note = await finalizedNote(ctx, 1000, at(1));
     const invoices = await Promise.all(Array.from({ length: 10 }, () => seedInvoice(ctx)));
     const results = await Promise.all(
-      invoices.map((inv) => applyCreditNotesToInvoice(stack.db, { ...ctx, currency: 'USD', invoiceId: inv._id, amountCents: new Decimal(300), at: at(5) })),
+      invoices.map((inv) =>
+        applyCreditNotesToInvoice(stack.db, { ...ctx, currency: 'USD', invoiceId: inv._id, amountCents: new Decimal(300), at: at(5) }),
+      ),
     );
     const total = results.reduce((acc, r) => acc.plus(r.totalCents), new Decimal(0));
     expect(total.toFixed(4)).toBe('1000.0000');
@@ -572,7 +652,9 @@ describe('events', () => {
   it('records credit_note.created and credit_note.finalized with the resource', async () => {
     const ctx = await newOrg();
     const note = await finalizedNote(ctx, 42, AT);
-    const events = await stack.db.models.LifecycleEvent.find({ organization_id: ctx.organizationId }).sort({ occurred_at: 1, type: 1 }).lean();
+    const events = await stack.db.models.LifecycleEvent.find({ organization_id: ctx.organizationId })
+      .sort({ occurred_at: 1, type: 1 })
+      .lean();
     const mine = events.filter((e) => e.type.startsWith('credit_note.'));
     expect(mine.map((e) => e.type)).toEqual(['credit_note.created', 'credit_note.finalized']);
     expect(mine[0]!.object).toMatchObject({ id: note._id, number: note.number, status: 'draft', credit_amount_cents: '42.0000' });

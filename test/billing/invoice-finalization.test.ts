@@ -42,7 +42,12 @@ interface Ctx {
 async function newCtx(): Promise<Ctx> {
   const prefix = `F${randomUUID().replaceAll('-', '').slice(0, 5).toUpperCase()}`;
   // A grace period, so that even a worker polling the queue would leave the drafts alone.
-  const org = await createOrganization(stack.app, { name: `Fin ${prefix}`, timezone: 'UTC', document_number_prefix: prefix, invoice_grace_period: 30 });
+  const org = await createOrganization(stack.app, {
+    name: `Fin ${prefix}`,
+    timezone: 'UTC',
+    document_number_prefix: prefix,
+    invoice_grace_period: 30,
+  });
   const customer = await stack.db.models.Customer.create({ organization_id: org.id, external_id: `cus_${randomUUID()}`, currency: 'USD' });
   return { organizationId: org.id, customerId: customer._id, prefix };
 }
@@ -54,7 +59,9 @@ async function draft(ctx: Ctx, amount: Decimal.Value): Promise<InvoiceDoc> {
     invoiceType: 'one_off',
     currency: 'USD',
     idempotencyKey: `test/${randomUUID()}`,
-    fees: [{ key: 'line/000', fee_type: 'add_on', amount_cents: dec(amount), units: dec(1), events_count: 0, unit_amount_cents: dec(amount) }],
+    fees: [
+      { key: 'line/000', fee_type: 'add_on', amount_cents: dec(amount), units: dec(1), events_count: 0, unit_amount_cents: dec(amount) },
+    ],
     at: AT,
   });
 }
@@ -62,7 +69,10 @@ async function draft(ctx: Ctx, amount: Decimal.Value): Promise<InvoiceDoc> {
 const reload = async (id: string) => (await stack.db.models.Invoice.findById(id).lean())!;
 const numberOf = (ctx: Ctx, sequence: number) => `${ctx.prefix}-${String(sequence).padStart(6, '0')}`;
 const takenNumbers = async (ctx: Ctx) =>
-  (await stack.db.models.DocumentNumber.find({ organization_id: ctx.organizationId, kind: 'invoice' }).lean()).map((n) => ({ sequence: n.sequence, document: n.document_id }));
+  (await stack.db.models.DocumentNumber.find({ organization_id: ctx.organizationId, kind: 'invoice' }).lean()).map((n) => ({
+    sequence: n.sequence,
+    document: n.document_id,
+  }));
 
 async function eventCount(ctx: Ctx, invoiceId: string, type: string): Promise<number> {
   const events = await stack.db.models.LifecycleEvent.find({ organization_id: ctx.organizationId, type }).lean();
@@ -112,14 +122,22 @@ describe('a finalization retried after the worker restarted in the middle of it'
     const earlier = await draft(ctx, 5000);
     expect((await finalizeInvoice(stack.db, deps, earlier._id, AT)).number).toBe(numberOf(ctx, 1));
     const fee = (await stack.db.models.Fee.findOne({ invoice_id: earlier._id }).lean())!;
-    const note = await createCreditNote(stack.db, { temporal: stack.temporal }, {
-      organizationId: ctx.organizationId,
-      invoiceId: earlier._id,
-      reason: 'order_change',
-      items: [{ fee_id: fee._id, amount_cents: '1000' }],
-      at: AT,
-    });
-    await finalizeCreditNote(stack.db, { temporal: stack.temporal }, { organizationId: ctx.organizationId, creditNoteId: note._id, at: AT });
+    const note = await createCreditNote(
+      stack.db,
+      { temporal: stack.temporal },
+      {
+        organizationId: ctx.organizationId,
+        invoiceId: earlier._id,
+        reason: 'order_change',
+        items: [{ fee_id: fee._id, amount_cents: '1000' }],
+        at: AT,
+      },
+    );
+    await finalizeCreditNote(
+      stack.db,
+      { temporal: stack.temporal },
+      { organizationId: ctx.organizationId, creditNoteId: note._id, at: AT },
+    );
     const wallet = async (credits: number, priority: number) =>
       (
         await createWallet(stack.db, {
@@ -143,11 +161,26 @@ describe('a finalization retried after the worker restarted in the middle of it'
 
   // What the first attempt did before the crash, step by step, exactly as finalizeInvoice does it.
   type Setup = Awaited<ReturnType<typeof scenario>>;
-  const takeNumber = (s: Setup) => takeDocumentNumber(stack.db, { organizationId: s.ctx.organizationId, kind: 'invoice', documentId: s.invoice._id });
+  const takeNumber = (s: Setup) =>
+    takeDocumentNumber(stack.db, { organizationId: s.ctx.organizationId, kind: 'invoice', documentId: s.invoice._id });
   const applyNotes = (s: Setup) =>
-    applyCreditNotesToInvoice(stack.db, { organizationId: s.ctx.organizationId, customerId: s.ctx.customerId, currency: 'USD', invoiceId: s.invoice._id, amountCents: dec(3200), at: AT });
+    applyCreditNotesToInvoice(stack.db, {
+      organizationId: s.ctx.organizationId,
+      customerId: s.ctx.customerId,
+      currency: 'USD',
+      invoiceId: s.invoice._id,
+      amountCents: dec(3200),
+      at: AT,
+    });
   const consume = (s: Setup, amount: Decimal.Value) =>
-    consumeWalletsForInvoice(stack.db, { organizationId: s.ctx.organizationId, customerId: s.ctx.customerId, currency: 'USD', invoiceId: s.invoice._id, amountCents: dec(amount), at: AT });
+    consumeWalletsForInvoice(stack.db, {
+      organizationId: s.ctx.organizationId,
+      customerId: s.ctx.customerId,
+      currency: 'USD',
+      invoiceId: s.invoice._id,
+      amountCents: dec(amount),
+      at: AT,
+    });
 
   const crashes: [string, (s: Setup) => Promise<unknown>][] = [
     ['after taking the number', async (s) => takeNumber(s)],
@@ -176,75 +209,81 @@ describe('a finalization retried after the worker restarted in the middle of it'
       },
     ],
     ['never: finalizeInvoice twice in a row', (s) => finalizeInvoice(stack.db, deps, s.invoice._id, AT)],
-    ['never: finalizeInvoice 4 times concurrently (plus the retry)', (s) => Promise.all(Array.from({ length: 4 }, () => finalizeInvoice(stack.db, deps, s.invoice._id, AT)))],
+    [
+      'never: finalizeInvoice 4 times concurrently (plus the retry)',
+      (s) => Promise.all(Array.from({ length: 4 }, () => finalizeInvoice(stack.db, deps, s.invoice._id, AT))),
+    ],
   ];
 
-  it.each(crashes)('crash %s, then the retry in full: one number, one consumption per wallet and note, balances decreased once', async (_label, firstAttempt) => {
-    const s = await scenario();
-    await firstAttempt(s);
-    const result = await finalizeInvoice(stack.db, deps, s.invoice._id, AT);
+  it.each(crashes)(
+    'crash %s, then the retry in full: one number, one consumption per wallet and note, balances decreased once',
+    async (_label, firstAttempt) => {
+      const s = await scenario();
+      await firstAttempt(s);
+      const result = await finalizeInvoice(stack.db, deps, s.invoice._id, AT);
 
-    // 3200 due: the credit note's 1000 first, then the priority-1 wallet's 500, then 1700 of the
-    // priority-2 wallet's 2000; nothing left: paid at finalization.
-    const due = dec(3200);
-    const fromNote = Decimal.min(1000, due);
-    const fromFirst = Decimal.min(500, due.minus(fromNote));
-    const fromSecond = Decimal.min(2000, due.minus(fromNote).minus(fromFirst));
-    expect(fromSecond.toFixed()).toBe('1700');
-    const stored = await reload(s.invoice._id);
-    for (const invoice of [result, stored]) {
-      expect(invoice).toMatchObject({ status: 'paid', payment_status: 'succeeded', number: numberOf(s.ctx, 2), sequential_id: 2 });
-      expect(plain(invoice.credit_notes_amount_cents)).toBe(fromNote.toFixed());
-      expect(plain(invoice.prepaid_credit_amount)).toBe(fromFirst.plus(fromSecond).toFixed());
-      expect(plain(invoice.total)).toBe('0');
-      expect(plain(invoice.subtotal)).toBe('3200');
-    }
+      // 3200 due: the credit note's 1000 first, then the priority-1 wallet's 500, then 1700 of the
+      // priority-2 wallet's 2000; nothing left: paid at finalization.
+      const due = dec(3200);
+      const fromNote = Decimal.min(1000, due);
+      const fromFirst = Decimal.min(500, due.minus(fromNote));
+      const fromSecond = Decimal.min(2000, due.minus(fromNote).minus(fromFirst));
+      expect(fromSecond.toFixed()).toBe('1700');
+      const stored = await reload(s.invoice._id);
+      for (const invoice of [result, stored]) {
+        expect(invoice).toMatchObject({ status: 'paid', payment_status: 'succeeded', number: numberOf(s.ctx, 2), sequential_id: 2 });
+        expect(plain(invoice.credit_notes_amount_cents)).toBe(fromNote.toFixed());
+        expect(plain(invoice.prepaid_credit_amount)).toBe(fromFirst.plus(fromSecond).toFixed());
+        expect(plain(invoice.total)).toBe('0');
+        expect(plain(invoice.subtotal)).toBe('3200');
+      }
 
-    // One number: 000002 for this invoice, and no other row taken.
-    expect((await takenNumbers(s.ctx)).sort((a, b) => a.sequence - b.sequence)).toEqual([
-      { sequence: 1, document: expect.any(String) as unknown },
-      { sequence: 2, document: s.invoice._id },
-    ]);
+      // One number: 000002 for this invoice, and no other row taken.
+      expect((await takenNumbers(s.ctx)).sort((a, b) => a.sequence - b.sequence)).toEqual([
+        { sequence: 1, document: expect.any(String) as unknown },
+        { sequence: 2, document: s.invoice._id },
+      ]);
 
-    // One outbound transaction per wallet; one settlement per wallet and per credit note.
-    const outbound = await stack.db.models.WalletTransaction.find({ invoice_id: s.invoice._id, transaction_type: 'outbound' }).lean();
-    expect(outbound.map((t) => [t.wallet_id, plain(t.amount)]).sort()).toEqual(
-      [
-        [s.first, fromFirst.toFixed()],
-        [s.second, fromSecond.toFixed()],
-      ].sort(),
-    );
-    const settlements = await stack.db.models.InvoiceSettlement.find({ invoice_id: s.invoice._id }).lean();
-    expect(settlements.map((r) => [r.settlement_type, r.source_id, plain(r.amount_cents)]).sort()).toEqual(
-      [
-        ['credit_note', s.noteId, fromNote.toFixed()],
-        ['wallet_credit', s.first, fromFirst.toFixed()],
-        ['wallet_credit', s.second, fromSecond.toFixed()],
-      ].sort(),
-    );
+      // One outbound transaction per wallet; one settlement per wallet and per credit note.
+      const outbound = await stack.db.models.WalletTransaction.find({ invoice_id: s.invoice._id, transaction_type: 'outbound' }).lean();
+      expect(outbound.map((t) => [t.wallet_id, plain(t.amount)]).sort()).toEqual(
+        [
+          [s.first, fromFirst.toFixed()],
+          [s.second, fromSecond.toFixed()],
+        ].sort(),
+      );
+      const settlements = await stack.db.models.InvoiceSettlement.find({ invoice_id: s.invoice._id }).lean();
+      expect(settlements.map((r) => [r.settlement_type, r.source_id, plain(r.amount_cents)]).sort()).toEqual(
+        [
+          ['credit_note', s.noteId, fromNote.toFixed()],
+          ['wallet_credit', s.first, fromFirst.toFixed()],
+          ['wallet_credit', s.second, fromSecond.toFixed()],
+        ].sort(),
+      );
 
-    // Balances decreased once.
-    const first = (await stack.db.models.Wallet.findById(s.first).lean())!;
-    const second = (await stack.db.models.Wallet.findById(s.second).lean())!;
-    expect([plain(first.balance_cents), plain(first.credits_balance)]).toEqual(['0', '0']);
-    expect([plain(second.balance_cents), plain(second.credits_balance)]).toEqual(['300', '3']);
-    const note = (await stack.db.models.CreditNote.findById(s.noteId).lean())!;
-    expect(plain(note.balance_amount_cents)).toBe('0');
-    expect(note.applications.map((a) => [a.invoice_id, plain(a.amount_cents)])).toEqual([[s.invoice._id, '1000']]);
+      // Balances decreased once.
+      const first = (await stack.db.models.Wallet.findById(s.first).lean())!;
+      const second = (await stack.db.models.Wallet.findById(s.second).lean())!;
+      expect([plain(first.balance_cents), plain(first.credits_balance)]).toEqual(['0', '0']);
+      expect([plain(second.balance_cents), plain(second.credits_balance)]).toEqual(['300', '3']);
+      const note = (await stack.db.models.CreditNote.findById(s.noteId).lean())!;
+      expect(plain(note.balance_amount_cents)).toBe('0');
+      expect(note.applications.map((a) => [a.invoice_id, plain(a.amount_cents)])).toEqual([[s.invoice._id, '1000']]);
 
-    expect(await eventCount(s.ctx, s.invoice._id, 'invoice.finalized')).toBe(1);
-    expect(await eventCount(s.ctx, s.invoice._id, 'invoice.paid')).toBe(1);
+      expect(await eventCount(s.ctx, s.invoice._id, 'invoice.finalized')).toBe(1);
+      expect(await eventCount(s.ctx, s.invoice._id, 'invoice.paid')).toBe(1);
 
-    // Once more, later: nothing changes.
-    const again = await finalizeInvoice(stack.db, deps, s.invoice._id, LATER);
-    expect(again.finalized_at?.toISOString()).toBe(AT.toISOString());
-    expect(await stack.db.models.WalletTransaction.countDocuments({ invoice_id: s.invoice._id })).toBe(2);
-    expect(await stack.db.models.InvoiceSettlement.countDocuments({ invoice_id: s.invoice._id })).toBe(3);
+      // Once more, later: nothing changes.
+      const again = await finalizeInvoice(stack.db, deps, s.invoice._id, LATER);
+      expect(again.finalized_at?.toISOString()).toBe(AT.toISOString());
+      expect(await stack.db.models.WalletTransaction.countDocuments({ invoice_id: s.invoice._id })).toBe(2);
+      expect(await stack.db.models.InvoiceSettlement.countDocuments({ invoice_id: s.invoice._id })).toBe(3);
 
-    // The next invoice of the organization takes the next number: the crash left no hole.
-    const next = await draft(s.ctx, 100);
-    expect((await finalizeInvoice(stack.db, deps, next._id, AT)).number).toBe(numberOf(s.ctx, 3));
-  });
+      // The next invoice of the organization takes the next number: the crash left no hole.
+      const next = await draft(s.ctx, 100);
+      expect((await finalizeInvoice(stack.db, deps, next._id, AT)).number).toBe(numberOf(s.ctx, 3));
+    },
+  );
 });
 
 describe('a retry after a crash between the status change and its consequences', () => {
@@ -312,9 +351,18 @@ describe('a retry after a crash between the status change and its consequences',
   it('settlement-driven paid: the retry still emits invoice.paid (exactly once)', async () => {
     const ctx = await newCtx();
     const invoice = await finalizeInvoice(stack.db, deps, (await draft(ctx, 800))._id, AT);
-    await recordSettlement(stack.db, { organizationId: ctx.organizationId, invoiceId: invoice._id, type: 'payment', sourceId: 'full', amountCents: dec(800) });
+    await recordSettlement(stack.db, {
+      organizationId: ctx.organizationId,
+      invoiceId: invoice._id,
+      type: 'payment',
+      sourceId: 'full',
+      amountCents: dec(800),
+    });
     // The first attempt's guarded update, then the crash before invoice.paid.
-    await stack.db.models.Invoice.updateOne({ _id: invoice._id, status: 'finalized' }, { $set: { status: 'paid', paid_at: AT, payment_status: 'succeeded', payment_overdue: false } });
+    await stack.db.models.Invoice.updateOne(
+      { _id: invoice._id, status: 'finalized' },
+      { $set: { status: 'paid', paid_at: AT, payment_status: 'succeeded', payment_overdue: false } },
+    );
 
     const retried = await markPaidIfSettled(stack.db, deps, invoice._id, AT);
     expect(retried.status).toBe('paid');
@@ -324,7 +372,10 @@ describe('a retry after a crash between the status change and its consequences',
   it('void: the retry still emits invoice.voided', async () => {
     const ctx = await newCtx();
     const invoice = await finalizeInvoice(stack.db, deps, (await draft(ctx, 800))._id, AT);
-    await stack.db.models.Invoice.updateOne({ _id: invoice._id, status: 'finalized' }, { $set: { status: 'voided', voided_at: AT, payment_overdue: false } });
+    await stack.db.models.Invoice.updateOne(
+      { _id: invoice._id, status: 'finalized' },
+      { $set: { status: 'voided', voided_at: AT, payment_overdue: false } },
+    );
 
     const retried = await voidInvoice(stack.db, deps, invoice._id, AT);
     expect(retried.status).toBe('voided');
@@ -338,7 +389,13 @@ describe('settlement-driven paid happens once', () => {
     const invoice = await finalizeInvoice(stack.db, deps, (await draft(ctx, 10_000))._id, AT);
     expect(invoice.status).toBe('finalized');
     const settle = (sourceId: string, amount: Decimal.Value) =>
-      recordSettlement(stack.db, { organizationId: ctx.organizationId, invoiceId: invoice._id, type: 'payment', sourceId, amountCents: dec(amount) });
+      recordSettlement(stack.db, {
+        organizationId: ctx.organizationId,
+        invoiceId: invoice._id,
+        type: 'payment',
+        sourceId,
+        amountCents: dec(amount),
+      });
     const mark = (at: Date) => markPaidIfSettled(stack.db, deps, invoice._id, at);
 
     expect(await settle('pay-1', 4000)).toEqual({ created: true });
@@ -371,7 +428,7 @@ describe('settlement-driven paid happens once', () => {
     expect((event.object as { status?: unknown }).status).toBe('paid');
   });
 
-  it("counts the wallet and credit note settlements of the finalization: a payment of what is left makes it paid", async () => {
+  it('counts the wallet and credit note settlements of the finalization: a payment of what is left makes it paid', async () => {
     const ctx = await newCtx();
     await createWallet(stack.db, {
       organizationId: ctx.organizationId,
@@ -391,11 +448,20 @@ describe('settlement-driven paid happens once', () => {
     expect([plain(invoice.prepaid_credit_amount), plain(invoice.total)]).toEqual(['300', '700']);
 
     const pay = (sourceId: string, amount: number) =>
-      recordSettlement(stack.db, { organizationId: ctx.organizationId, invoiceId: invoice._id, type: 'payment', sourceId, amountCents: dec(amount) });
+      recordSettlement(stack.db, {
+        organizationId: ctx.organizationId,
+        invoiceId: invoice._id,
+        type: 'payment',
+        sourceId,
+        amountCents: dec(amount),
+      });
     await pay('p-1', 699);
     expect((await markPaidIfSettled(stack.db, deps, invoice._id, AT)).status).toBe('finalized');
     await pay('p-2', 1);
-    const [a, b] = await Promise.all([markPaidIfSettled(stack.db, deps, invoice._id, LATER), markPaidIfSettled(stack.db, deps, invoice._id, LATER)]);
+    const [a, b] = await Promise.all([
+      markPaidIfSettled(stack.db, deps, invoice._id, LATER),
+      markPaidIfSettled(stack.db, deps, invoice._id, LATER),
+    ]);
     expect([a.status, b.status]).toEqual(['paid', 'paid']);
     expect(plain((await reload(invoice._id)).total)).toBe('700');
     expect(await eventCount(ctx, invoice._id, 'invoice.paid')).toBe(1);
@@ -404,7 +470,13 @@ describe('settlement-driven paid happens once', () => {
   it('payInvoice called concurrently records one payment of what is left and pays once', async () => {
     const ctx = await newCtx();
     const invoice = await finalizeInvoice(stack.db, deps, (await draft(ctx, 2500))._id, AT);
-    await recordSettlement(stack.db, { organizationId: ctx.organizationId, invoiceId: invoice._id, type: 'payment', sourceId: 'partial', amountCents: dec(1000) });
+    await recordSettlement(stack.db, {
+      organizationId: ctx.organizationId,
+      invoiceId: invoice._id,
+      type: 'payment',
+      sourceId: 'partial',
+      amountCents: dec(1000),
+    });
     const results = await Promise.all(Array.from({ length: 4 }, () => payInvoice(stack.db, deps, invoice._id, LATER)));
     expect(results.every((r) => r.status === 'paid')).toBe(true);
     const settlements = await stack.db.models.InvoiceSettlement.find({ invoice_id: invoice._id }).lean();

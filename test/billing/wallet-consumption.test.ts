@@ -124,7 +124,7 @@ describe('consumeWalletsForInvoice', () => {
     expect(await balances(b)).toMatchObject({ cents: '0', credits: '0' });
   });
 
-  it('skips expired (also expiring exactly at finalization), terminated, other-currency and other customers\' wallets', async () => {
+  it("skips expired (also expiring exactly at finalization), terminated, other-currency and other customers' wallets", async () => {
     const expired = await wallet(10, { expirationAt: new Date(AT.getTime() - 1) });
     const expiringNow = await wallet(10, { expirationAt: AT });
     const terminated = await wallet(10);
@@ -177,7 +177,11 @@ describe('consumeWalletsForInvoice', () => {
 
     const results = await Promise.all(Array.from({ length: 6 }, () => consume(invoiceId, 7500)));
 
-    for (const r of results) expect(r.consumptions.map((c) => [c.walletId === a ? 'a' : 'b', c.amountCents.toFixed()])).toEqual([['a', '2000'], ['b', '5500']]);
+    for (const r of results)
+      expect(r.consumptions.map((c) => [c.walletId === a ? 'a' : 'b', c.amountCents.toFixed()])).toEqual([
+        ['a', '2000'],
+        ['b', '5500'],
+      ]);
     expect(await db.models.WalletConsumptionLease.countDocuments({ _id: invoiceId })).toBe(0);
     expect(await outbound(invoiceId)).toHaveLength(2);
     expect(await settlements(invoiceId)).toHaveLength(2);
@@ -242,7 +246,11 @@ describe('consumeWalletsForInvoice', () => {
   });
 
   it('concurrent finalizations across several wallets: every wallet ends at or above zero and the consumptions add up to what the balances lost', async () => {
-    const ids = [await wallet('12.34', { priority: 1 }), await wallet('7.77', { priority: 2 }), await wallet(40, { priority: 2, rateAmount: dec('2.5') })];
+    const ids = [
+      await wallet('12.34', { priority: 1 }),
+      await wallet('7.77', { priority: 2 }),
+      await wallet(40, { priority: 2, rateAmount: dec('2.5') }),
+    ];
     const before = await Promise.all(ids.map(async (id) => dec((await balances(id)).cents)));
     const amounts = [1999, 2500, 333, 4000, 1234, 777, 5000, 120, 999, 2222, 3100, 650];
     const invoices = amounts.map(() => randomUUID());
@@ -277,11 +285,25 @@ describe('consumeWalletsForInvoice', () => {
     const a = await wallet(10);
     const invoiceId = randomUUID();
     const noTemporal = {} as TemporalClient; // no webhook endpoint: nothing is started
-    await consumeWalletsForInvoice(db, { organizationId, customerId, currency: 'USD', invoiceId, amountCents: dec(250), at: AT }, { temporal: noTemporal });
-    await consumeWalletsForInvoice(db, { organizationId, customerId, currency: 'USD', invoiceId, amountCents: dec(250), at: AT }, { temporal: noTemporal });
+    await consumeWalletsForInvoice(
+      db,
+      { organizationId, customerId, currency: 'USD', invoiceId, amountCents: dec(250), at: AT },
+      { temporal: noTemporal },
+    );
+    await consumeWalletsForInvoice(
+      db,
+      { organizationId, customerId, currency: 'USD', invoiceId, amountCents: dec(250), at: AT },
+      { temporal: noTemporal },
+    );
     const events = await db.models.LifecycleEvent.find({ organization_id: organizationId, type: 'wallet_transaction.created' }).lean();
     expect(events).toHaveLength(1);
-    expect(events[0]!.object).toMatchObject({ id: walletConsumptionId(a, invoiceId), amount: '250.0000', credit_amount: '2.5', transaction_type: 'outbound', status: 'invoiced' });
+    expect(events[0]!.object).toMatchObject({
+      id: walletConsumptionId(a, invoiceId),
+      amount: '250.0000',
+      credit_amount: '2.5',
+      transaction_type: 'outbound',
+      status: 'invoiced',
+    });
   });
 });
 
@@ -300,7 +322,9 @@ describe('topUpWallet', () => {
     const a = await wallet(0);
     const transactionId = randomUUID();
     const results = await Promise.all(
-      Array.from({ length: 5 }, () => topUpWallet(db, { organizationId, walletId: a, credits: dec(3), source: 'manual', at: AT, transactionId })),
+      Array.from({ length: 5 }, () =>
+        topUpWallet(db, { organizationId, walletId: a, credits: dec(3), source: 'manual', at: AT, transactionId }),
+      ),
     );
     expect(results.every((r) => r.outcome === 'applied')).toBe(true);
     expect(await balances(a)).toMatchObject({ cents: '300', credits: '3' });
@@ -316,7 +340,11 @@ describe('topUpWallet', () => {
     const results = await Promise.all(work);
     const consumed = results.slice(8).reduce((acc, r) => acc.plus((r as { totalCents: Decimal }).totalCents), dec(0));
     const b = await balances(a);
-    expect(dec(b.cents).toFixed()).toBe(dec(1000 + 8 * 500).minus(consumed).toFixed());
+    expect(dec(b.cents).toFixed()).toBe(
+      dec(1000 + 8 * 500)
+        .minus(consumed)
+        .toFixed(),
+    );
     expect(dec(b.cents).greaterThanOrEqualTo(0)).toBe(true);
     expect(dec(b.credits).times(100).toFixed()).toBe(dec(b.cents).toFixed());
   });
@@ -327,7 +355,9 @@ describe('topUpWallet', () => {
     const refused = await topUpWallet(db, { organizationId, walletId: a, credits: dec(1), source: 'manual', at: AT });
     expect(refused.outcome).toBe('terminated');
     expect((await balances(a)).cents).toBe('100');
-    expect((await topUpWallet(db, { organizationId: randomUUID(), walletId: a, credits: dec(1), source: 'manual', at: AT })).outcome).toBe('not_found');
+    expect((await topUpWallet(db, { organizationId: randomUUID(), walletId: a, credits: dec(1), source: 'manual', at: AT })).outcome).toBe(
+      'not_found',
+    );
   });
 });
 

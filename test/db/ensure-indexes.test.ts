@@ -51,7 +51,9 @@ describe('ensureIndexes on a database from before invoice keys were per organiza
 
     await invoices.insertOne({ _id: 'invoice-of-a' as never, organization_id: 'org-a', idempotency_key: 'one_off/order-42' });
     await invoices.insertOne({ _id: 'invoice-of-b' as never, organization_id: 'org-b', idempotency_key: 'one_off/order-42' });
-    const again = await caught(invoices.insertOne({ _id: 'second-of-a' as never, organization_id: 'org-a', idempotency_key: 'one_off/order-42' }));
+    const again = await caught(
+      invoices.insertOne({ _id: 'second-of-a' as never, organization_id: 'org-a', idempotency_key: 'one_off/order-42' }),
+    );
     expect(isDuplicateKeyError(again)).toBe(true);
     expect(await invoices.countDocuments({ idempotency_key: 'one_off/order-42' })).toBe(2);
   });

@@ -133,7 +133,9 @@ describe('filterKey', () => {
         expect(filterKey(shuffled)).toBe(filterKey(a));
         const same = (x: Record<string, string[]>, y: Record<string, string[]>) =>
           Object.keys(x).length === Object.keys(y).length &&
-          Object.entries(x).every(([k, v]) => y[k] !== undefined && new Set(v).size === new Set(y[k]).size && v.every((s) => y[k]?.includes(s)));
+          Object.entries(x).every(
+            ([k, v]) => y[k] !== undefined && new Set(v).size === new Set(y[k]).size && v.every((s) => y[k]?.includes(s)),
+          );
         expect(filterKey(a) === filterKey(b)).toBe(same(a, b));
         expect(filterKey(a)).not.toBe(DEFAULT_FILTER_KEY);
         expect(JSON.parse(filterKey(a))).toEqual(expect.any(Object));

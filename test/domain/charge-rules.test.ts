@@ -12,7 +12,12 @@ import { dec } from '../../src/domain/money';
 const PATH = 'charges.0';
 
 /** A sum metric, not recurring, with one filter key. */
-const calls: ChargeRuleMetric = { code: 'calls', aggregation_type: 'sum', recurring: false, filters: [{ key: 'region', values: ['us', 'eu'] }] };
+const calls: ChargeRuleMetric = {
+  code: 'calls',
+  aggregation_type: 'sum',
+  recurring: false,
+  filters: [{ key: 'region', values: ['us', 'eu'] }],
+};
 /** A recurring metric (seats), which proration needs. */
 const seats: ChargeRuleMetric = { code: 'seats', aggregation_type: 'unique_count', recurring: true };
 
@@ -28,7 +33,10 @@ interface Row {
 const err = (field: string, message: string): ChargeRuleError => ({ path: `${PATH}.${field}`, message });
 
 const inAdvanceOnly = (model: ChargeModel) => err('pay_in_advance', `a ${model} charge cannot be billed in advance`);
-const proratedModel = err('prorated', 'a prorated charge must be standard when paid in advance, and standard, volume or graduated in arrear');
+const proratedModel = err(
+  'prorated',
+  'a prorated charge must be standard when paid in advance, and standard, volume or graduated in arrear',
+);
 
 // Each charge model's own rules: which can be billed in advance, which can be prorated how.
 const modelRows: Row[] = [
@@ -57,7 +65,13 @@ const modelRows: Row[] = [
   { name: 'dynamic prorated in arrear', model: 'dynamic', properties: { prorated: true }, metric: seats, errors: [proratedModel] },
   { name: 'custom prorated in arrear', model: 'custom', properties: { prorated: true }, metric: seats, errors: [proratedModel] },
 
-  { name: 'standard prorated in advance', model: 'standard', properties: { prorated: true, pay_in_advance: true }, metric: seats, errors: [] },
+  {
+    name: 'standard prorated in advance',
+    model: 'standard',
+    properties: { prorated: true, pay_in_advance: true },
+    metric: seats,
+    errors: [],
+  },
   {
     name: 'graduated prorated in advance',
     model: 'graduated',
@@ -77,8 +91,18 @@ const modelRows: Row[] = [
 // The rules between a charge's own fields, and between the charge and its metric.
 const crossFieldRows: Row[] = [
   // min_amount_cents <= max_amount_cents
-  { name: 'minimum below maximum', model: 'standard', properties: { min_amount_cents: dec('10'), max_amount_cents: dec('20') }, errors: [] },
-  { name: 'minimum equal to maximum', model: 'standard', properties: { min_amount_cents: dec('20'), max_amount_cents: dec('20') }, errors: [] },
+  {
+    name: 'minimum below maximum',
+    model: 'standard',
+    properties: { min_amount_cents: dec('10'), max_amount_cents: dec('20') },
+    errors: [],
+  },
+  {
+    name: 'minimum equal to maximum',
+    model: 'standard',
+    properties: { min_amount_cents: dec('20'), max_amount_cents: dec('20') },
+    errors: [],
+  },
   { name: 'a minimum alone', model: 'standard', properties: { min_amount_cents: dec('20'), max_amount_cents: null }, errors: [] },
   {
     name: 'minimum above maximum',
@@ -88,24 +112,20 @@ const crossFieldRows: Row[] = [
   },
 
   // pay_in_advance needs an aggregation that grows event by event
-  ...(['count', 'sum', 'unique_count', 'custom'] as const).map(
-    (aggregation): Row => ({
-      name: `${aggregation} metric in advance`,
-      model: 'standard',
-      properties: { pay_in_advance: true },
-      metric: { code: 'm', aggregation_type: aggregation },
-      errors: [],
-    }),
-  ),
-  ...(['max', 'latest', 'weighted_sum'] as const).map(
-    (aggregation): Row => ({
-      name: `${aggregation} metric in advance`,
-      model: 'standard',
-      properties: { pay_in_advance: true },
-      metric: { code: 'm', aggregation_type: aggregation },
-      errors: [err('pay_in_advance', `a ${aggregation} metric cannot be billed in advance (only count, sum, unique_count and custom)`)],
-    }),
-  ),
+  ...(['count', 'sum', 'unique_count', 'custom'] as const).map((aggregation): Row => ({
+    name: `${aggregation} metric in advance`,
+    model: 'standard',
+    properties: { pay_in_advance: true },
+    metric: { code: 'm', aggregation_type: aggregation },
+    errors: [],
+  })),
+  ...(['max', 'latest', 'weighted_sum'] as const).map((aggregation): Row => ({
+    name: `${aggregation} metric in advance`,
+    model: 'standard',
+    properties: { pay_in_advance: true },
+    metric: { code: 'm', aggregation_type: aggregation },
+    errors: [err('pay_in_advance', `a ${aggregation} metric cannot be billed in advance (only count, sum, unique_count and custom)`)],
+  })),
   { name: 'max metric in arrear', model: 'standard', properties: {}, metric: { code: 'm', aggregation_type: 'max' }, errors: [] },
 
   // pay_in_advance has no period total to bound

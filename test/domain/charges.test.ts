@@ -1,16 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import {
-  type ChargeBuckets,
-  computeChargeFees,
-  priceEventInAdvance,
-  type PricedCharge,
-  prorateCap,
-} from '../../src/domain/charges';
+import { type ChargeBuckets, computeChargeFees, priceEventInAdvance, type PricedCharge, prorateCap } from '../../src/domain/charges';
 import { dec } from '../../src/domain/money';
 import type { AggregationResult } from '../../src/domain/usage-types';
 import { summed, units, withEvents } from './charge-models/fixtures';
 
-const count = (n: number): AggregationResult => units(n, n, Array.from({ length: n }, () => 1));
+const count = (n: number): AggregationResult =>
+  units(
+    n,
+    n,
+    Array.from({ length: n }, () => 1),
+  );
 const noUsage = (): AggregationResult => units(0);
 
 const standard = (amount: string, extra: Partial<PricedCharge> = {}): PricedCharge => ({
@@ -273,7 +272,10 @@ describe('pay-in-advance event price', () => {
       steps: [
         [[], ['1']],
         [['1'], ['1', '9']],
-        [['1', '9'], ['1', '9', '1']],
+        [
+          ['1', '9'],
+          ['1', '9', '1'],
+        ],
       ],
       expected: ['500', '0', '500'],
     },

@@ -46,19 +46,64 @@ describe('computeCommitmentTrueUp', () => {
     charges: string;
     trueUp: string;
   }[] = [
-    { name: 'usage below the commitment', commitment: '10000', fees: [fee('charge', '5000'), fee('charge', '3000')], charges: '8000.0000', trueUp: '2000.0000' },
+    {
+      name: 'usage below the commitment',
+      commitment: '10000',
+      fees: [fee('charge', '5000'), fee('charge', '3000')],
+      charges: '8000.0000',
+      trueUp: '2000.0000',
+    },
     // The base fee does not count (billing-rules.md), unlike Lago where 5000 + 3000 would reach 8000 of 8000.
-    { name: 'the base fee does not count', commitment: '8000', fees: [fee('subscription', '5000'), fee('charge', '3000')], charges: '3000.0000', trueUp: '5000.0000' },
-    { name: 'add-on and credit fees do not count', commitment: '1000', fees: [fee('add_on', '900'), fee('credit', '900'), fee('charge', '100')], charges: '100.0000', trueUp: '900.0000' },
+    {
+      name: 'the base fee does not count',
+      commitment: '8000',
+      fees: [fee('subscription', '5000'), fee('charge', '3000')],
+      charges: '3000.0000',
+      trueUp: '5000.0000',
+    },
+    {
+      name: 'add-on and credit fees do not count',
+      commitment: '1000',
+      fees: [fee('add_on', '900'), fee('credit', '900'), fee('charge', '100')],
+      charges: '100.0000',
+      trueUp: '900.0000',
+    },
     { name: 'usage equal to the commitment', commitment: '8000', fees: [fee('charge', '8000')], charges: '8000.0000', trueUp: '0.0000' },
     { name: 'usage above the commitment', commitment: '8000', fees: [fee('charge', '9000.5')], charges: '9000.5000', trueUp: '0.0000' },
     { name: 'no usage at all', commitment: '8000', fees: [], charges: '0.0000', trueUp: '8000.0000' },
-    { name: 'fractional usage', commitment: '100', fees: [fee('charge', '33.3333'), fee('charge', '33.3333')], charges: '66.6666', trueUp: '33.3334' },
+    {
+      name: 'fractional usage',
+      commitment: '100',
+      fees: [fee('charge', '33.3333'), fee('charge', '33.3333')],
+      charges: '66.6666',
+      trueUp: '33.3334',
+    },
     // 10000 x 17/31 = 5483.8710 ; minus 2000 of usage
-    { name: 'prorated partial period', commitment: '10000', proration: { usedDays: 17, periodDays: 31 }, fees: [fee('charge', '2000')], charges: '2000.0000', trueUp: '3483.8710' },
+    {
+      name: 'prorated partial period',
+      commitment: '10000',
+      proration: { usedDays: 17, periodDays: 31 },
+      fees: [fee('charge', '2000')],
+      charges: '2000.0000',
+      trueUp: '3483.8710',
+    },
     // 5000 x 17/31 = 2741.9355 ; minus 1200 + 800
-    { name: 'prorated, Lago example in cents', commitment: '5000', proration: { usedDays: 17, periodDays: 31 }, fees: [fee('charge', '1200'), fee('charge', '800')], charges: '2000.0000', trueUp: '741.9355' },
-    { name: 'prorated, usage above the prorated commitment', commitment: '10000', proration: { usedDays: 10, periodDays: 30 }, fees: [fee('charge', '4000')], charges: '4000.0000', trueUp: '0.0000' },
+    {
+      name: 'prorated, Lago example in cents',
+      commitment: '5000',
+      proration: { usedDays: 17, periodDays: 31 },
+      fees: [fee('charge', '1200'), fee('charge', '800')],
+      charges: '2000.0000',
+      trueUp: '741.9355',
+    },
+    {
+      name: 'prorated, usage above the prorated commitment',
+      commitment: '10000',
+      proration: { usedDays: 10, periodDays: 30 },
+      fees: [fee('charge', '4000')],
+      charges: '4000.0000',
+      trueUp: '0.0000',
+    },
   ];
   it.each(cases)('$name', ({ commitment, proration, fees, charges, trueUp }) => {
     const result = computeCommitmentTrueUp({ commitment: { amount_cents: dec(commitment) }, proration, fees });

@@ -30,13 +30,43 @@ describe('applyCoupons: amounts', () => {
     // 125 x 10 % = 12.5 -> 13 (a half, rounded up)
     { name: 'percentage half rounds up', subtotal: 125, coupons: () => [applied(percent('10'), 1)], amounts: ['13'], total: '13' },
     // 10000 - 2000 = 8000 left; 10 % of what remains = 800, not 10 % of the subtotal
-    { name: 'percentage after fixed takes what remains', subtotal: 10_000, coupons: () => [applied(fixed(2000), 1), applied(percent('10'), 2)], amounts: ['2000', '800'], total: '2800' },
+    {
+      name: 'percentage after fixed takes what remains',
+      subtotal: 10_000,
+      coupons: () => [applied(fixed(2000), 1), applied(percent('10'), 2)],
+      amounts: ['2000', '800'],
+      total: '2800',
+    },
     // 10 % first = 1000, then the fixed 2000 of the 9000 left
-    { name: 'fixed after percentage', subtotal: 10_000, coupons: () => [applied(percent('10'), 1), applied(fixed(2000), 2)], amounts: ['1000', '2000'], total: '3000' },
-    { name: 'two fixed, the second capped', subtotal: 5000, coupons: () => [applied(fixed(3000), 1), applied(fixed(3000), 2)], amounts: ['3000', '2000'], total: '5000' },
-    { name: '100 % percentage takes everything', subtotal: 4321, coupons: () => [applied(percent('100'), 1)], amounts: ['4321'], total: '4321' },
+    {
+      name: 'fixed after percentage',
+      subtotal: 10_000,
+      coupons: () => [applied(percent('10'), 1), applied(fixed(2000), 2)],
+      amounts: ['1000', '2000'],
+      total: '3000',
+    },
+    {
+      name: 'two fixed, the second capped',
+      subtotal: 5000,
+      coupons: () => [applied(fixed(3000), 1), applied(fixed(3000), 2)],
+      amounts: ['3000', '2000'],
+      total: '5000',
+    },
+    {
+      name: '100 % percentage takes everything',
+      subtotal: 4321,
+      coupons: () => [applied(percent('100'), 1)],
+      amounts: ['4321'],
+      total: '4321',
+    },
     { name: 'percentage above 100 capped', subtotal: 1000, coupons: () => [applied(percent('150'), 1)], amounts: ['1000'], total: '1000' },
-    { name: 'fractional fixed amount rounded to whole cents', subtotal: 1000, coupons: () => [applied(fixed(0, { amount_cents: dec('99.5') }), 1)], amounts: ['100'], total: '100' },
+    {
+      name: 'fractional fixed amount rounded to whole cents',
+      subtotal: 1000,
+      coupons: () => [applied(fixed(0, { amount_cents: dec('99.5') }), 1)],
+      amounts: ['100'],
+      total: '100',
+    },
   ];
   it.each(cases)('$name', ({ subtotal, coupons, amounts, total }) => {
     const result = run(subtotal, coupons());
@@ -120,11 +150,23 @@ describe('applyCoupons: coupons that do not apply', () => {
   });
 
   const invalid: { name: string; c: () => AppliedCoupon; reason: string }[] = [
-    { name: 'fixed without amount', c: () => applied(coupon({ coupon_type: 'fixed_amount', amount_currency: 'USD' }), 1), reason: 'invalid_terms' },
-    { name: 'fixed without currency', c: () => applied(coupon({ coupon_type: 'fixed_amount', amount_cents: dec(10) }), 1), reason: 'invalid_terms' },
+    {
+      name: 'fixed without amount',
+      c: () => applied(coupon({ coupon_type: 'fixed_amount', amount_currency: 'USD' }), 1),
+      reason: 'invalid_terms',
+    },
+    {
+      name: 'fixed without currency',
+      c: () => applied(coupon({ coupon_type: 'fixed_amount', amount_cents: dec(10) }), 1),
+      reason: 'invalid_terms',
+    },
     { name: 'percentage without rate', c: () => applied(coupon({ coupon_type: 'percentage' }), 1), reason: 'invalid_terms' },
     { name: 'recurring without duration', c: () => applied(percent('10', { frequency: 'recurring' }), 1), reason: 'invalid_terms' },
-    { name: 'recurring with no period left', c: () => applied(percent('10', { frequency: 'recurring', frequency_duration: 3 }), 1, { frequency_duration_remaining: 0 }), reason: 'exhausted' },
+    {
+      name: 'recurring with no period left',
+      c: () => applied(percent('10', { frequency: 'recurring', frequency_duration: 3 }), 1, { frequency_duration_remaining: 0 }),
+      reason: 'exhausted',
+    },
   ];
   it.each(invalid)('skips $name', ({ c, reason }) => {
     const result = run(10_000, [c()]);
@@ -144,18 +186,106 @@ describe('applyCoupons: consumption to record at finalization', () => {
     left: string | null;
     terminateCoupon: boolean;
   }[] = [
-    { name: 'once percentage is terminated', c: () => applied(percent('10', { frequency: 'once' }), 1), subtotal: 10_000, status: 'terminated', remaining: null, left: null, terminateCoupon: false },
+    {
+      name: 'once percentage is terminated',
+      c: () => applied(percent('10', { frequency: 'once' }), 1),
+      subtotal: 10_000,
+      status: 'terminated',
+      remaining: null,
+      left: null,
+      terminateCoupon: false,
+    },
     // Terminated even with 6000 of its amount left (billing-rules.md, unlike Lago).
-    { name: 'once fixed is terminated with an amount left', c: () => applied(fixed(10_000, { frequency: 'once' }), 1), subtotal: 4000, status: 'terminated', remaining: null, left: '6000', terminateCoupon: false },
-    { name: 'once fixed fully used', c: () => applied(fixed(1000, { frequency: 'once' }), 1), subtotal: 4000, status: 'terminated', remaining: null, left: '0', terminateCoupon: false },
-    { name: 'once, not reusable: the coupon is terminated too', c: () => applied(fixed(1000, { frequency: 'once', reusable: false }), 1), subtotal: 4000, status: 'terminated', remaining: null, left: '0', terminateCoupon: true },
-    { name: 'recurring first use counts down from frequency_duration', c: () => applied(percent('10', { frequency: 'recurring', frequency_duration: 3 }), 1), subtotal: 4000, status: 'active', remaining: 2, left: null, terminateCoupon: false },
-    { name: 'recurring counts down from what remains', c: () => applied(percent('10', { frequency: 'recurring', frequency_duration: 3 }), 1, { frequency_duration_remaining: 2 }), subtotal: 4000, status: 'active', remaining: 1, left: null, terminateCoupon: false },
-    { name: 'recurring last period is terminated', c: () => applied(fixed(500, { frequency: 'recurring', frequency_duration: 3 }), 1, { frequency_duration_remaining: 1 }), subtotal: 4000, status: 'terminated', remaining: 0, left: '0', terminateCoupon: false },
-    { name: 'recurring last period, not reusable', c: () => applied(fixed(500, { frequency: 'recurring', frequency_duration: 1, reusable: false }), 1), subtotal: 4000, status: 'terminated', remaining: 0, left: '0', terminateCoupon: true },
-    { name: 'recurring not yet done, not reusable: coupon stays', c: () => applied(fixed(500, { frequency: 'recurring', frequency_duration: 2, reusable: false }), 1), subtotal: 4000, status: 'active', remaining: 1, left: '0', terminateCoupon: false },
-    { name: 'forever is unchanged', c: () => applied(percent('10', { frequency: 'forever' }), 1), subtotal: 4000, status: 'active', remaining: null, left: null, terminateCoupon: false },
-    { name: 'forever fixed reports the unused part', c: () => applied(fixed(5000, { frequency: 'forever', reusable: false }), 1), subtotal: 4000, status: 'active', remaining: null, left: '1000', terminateCoupon: false },
+    {
+      name: 'once fixed is terminated with an amount left',
+      c: () => applied(fixed(10_000, { frequency: 'once' }), 1),
+      subtotal: 4000,
+      status: 'terminated',
+      remaining: null,
+      left: '6000',
+      terminateCoupon: false,
+    },
+    {
+      name: 'once fixed fully used',
+      c: () => applied(fixed(1000, { frequency: 'once' }), 1),
+      subtotal: 4000,
+      status: 'terminated',
+      remaining: null,
+      left: '0',
+      terminateCoupon: false,
+    },
+    {
+      name: 'once, not reusable: the coupon is terminated too',
+      c: () => applied(fixed(1000, { frequency: 'once', reusable: false }), 1),
+      subtotal: 4000,
+      status: 'terminated',
+      remaining: null,
+      left: '0',
+      terminateCoupon: true,
+    },
+    {
+      name: 'recurring first use counts down from frequency_duration',
+      c: () => applied(percent('10', { frequency: 'recurring', frequency_duration: 3 }), 1),
+      subtotal: 4000,
+      status: 'active',
+      remaining: 2,
+      left: null,
+      terminateCoupon: false,
+    },
+    {
+      name: 'recurring counts down from what remains',
+      c: () => applied(percent('10', { frequency: 'recurring', frequency_duration: 3 }), 1, { frequency_duration_remaining: 2 }),
+      subtotal: 4000,
+      status: 'active',
+      remaining: 1,
+      left: null,
+      terminateCoupon: false,
+    },
+    {
+      name: 'recurring last period is terminated',
+      c: () => applied(fixed(500, { frequency: 'recurring', frequency_duration: 3 }), 1, { frequency_duration_remaining: 1 }),
+      subtotal: 4000,
+      status: 'terminated',
+      remaining: 0,
+      left: '0',
+      terminateCoupon: false,
+    },
+    {
+      name: 'recurring last period, not reusable',
+      c: () => applied(fixed(500, { frequency: 'recurring', frequency_duration: 1, reusable: false }), 1),
+      subtotal: 4000,
+      status: 'terminated',
+      remaining: 0,
+      left: '0',
+      terminateCoupon: true,
+    },
+    {
+      name: 'recurring not yet done, not reusable: coupon stays',
+      c: () => applied(fixed(500, { frequency: 'recurring', frequency_duration: 2, reusable: false }), 1),
+      subtotal: 4000,
+      status: 'active',
+      remaining: 1,
+      left: '0',
+      terminateCoupon: false,
+    },
+    {
+      name: 'forever is unchanged',
+      c: () => applied(percent('10', { frequency: 'forever' }), 1),
+      subtotal: 4000,
+      status: 'active',
+      remaining: null,
+      left: null,
+      terminateCoupon: false,
+    },
+    {
+      name: 'forever fixed reports the unused part',
+      c: () => applied(fixed(5000, { frequency: 'forever', reusable: false }), 1),
+      subtotal: 4000,
+      status: 'active',
+      remaining: null,
+      left: '1000',
+      terminateCoupon: false,
+    },
   ];
   it.each(cases)('$name', ({ c, subtotal, status, remaining, left, terminateCoupon }) => {
     const [application] = run(subtotal, [c()]).applications;

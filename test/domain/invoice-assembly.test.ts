@@ -76,7 +76,12 @@ describe('assembleInvoice: a full invoice', () => {
 
   it('summarizes taxes per tax over the invoice', () => {
     expect(
-      invoice.applied_taxes.map((t) => [t.tax_code, t.fees_amount_cents.toFixed(4), t.precise_amount_cents.toFixed(4), t.amount_cents.toString()]),
+      invoice.applied_taxes.map((t) => [
+        t.tax_code,
+        t.fees_amount_cents.toFixed(4),
+        t.precise_amount_cents.toFixed(4),
+        t.amount_cents.toString(),
+      ]),
     ).toEqual([
       ['VAT', '11250.5500', '2250.1100', '2250'],
       ['REDUCED', '333.3333', '33.3333', '33'],
@@ -104,7 +109,14 @@ describe('assembleInvoice: rounding', () => {
     // 333.3333 x 20 % = 66.66666 -> 66.6667 ; 333.3333 -> 333 and 66.6667 -> 67
     { name: 'fee 333.3333 at 20 %', fees: ['333.3333'], rate: '0.2', subtotal: '333', tax: '67', total: '400' },
     // 999.9999 -> 1000 ; 3 x 66.6667 = 200.0001 -> 200: rounded once over the sums, not per fee
-    { name: 'three fees of 333.3333 at 20 %', fees: ['333.3333', '333.3333', '333.3333'], rate: '0.2', subtotal: '1000', tax: '200', total: '1200' },
+    {
+      name: 'three fees of 333.3333 at 20 %',
+      fees: ['333.3333', '333.3333', '333.3333'],
+      rate: '0.2',
+      subtotal: '1000',
+      tax: '200',
+      total: '1200',
+    },
     // 2.5 -> 3 ; 0.5 -> 1: halves round up
     { name: 'halves round up', fees: ['2.5'], rate: '0.2', subtotal: '3', tax: '1', total: '4' },
     // 12.3425 x 10 % = 1.23425 -> 1.2343 ; 12.3425 -> 12 ; 1.2343 -> 1
@@ -137,14 +149,22 @@ describe('assembleInvoice: rounding', () => {
 
 describe('assembleInvoice: taxes come before coupons', () => {
   it('computes taxes on the full fees; a percentage coupon reduces only the pre-tax subtotal', () => {
-    const invoice = assemble({ fees: [fee('f', 'charge', '10000')], taxes: taxes({ customer: [VAT] }), applied_coupons: [percentCoupon('30', 1)] });
+    const invoice = assemble({
+      fees: [fee('f', 'charge', '10000')],
+      taxes: taxes({ customer: [VAT] }),
+      applied_coupons: [percentCoupon('30', 1)],
+    });
     // 10000 + 2000 - 3000 (coupons-before-tax would give 7000 + 1400 = 8400)
     expect(amounts(invoice)).toEqual({ ...ZEROES, subtotal: '10000', tax_amount: '2000', coupons_amount_cents: '3000', total: '9000' });
     expect(invoice.fees[0]?.taxes_amount_cents.toString()).toBe('2000');
   });
 
   it('caps a fixed coupon at the subtotal: the tax stays due', () => {
-    const invoice = assemble({ fees: [fee('f', 'charge', '1000')], taxes: taxes({ customer: [VAT] }), applied_coupons: [fixedCoupon(5000, 1, { frequency: 'once' })] });
+    const invoice = assemble({
+      fees: [fee('f', 'charge', '1000')],
+      taxes: taxes({ customer: [VAT] }),
+      applied_coupons: [fixedCoupon(5000, 1, { frequency: 'once' })],
+    });
     expect(amounts(invoice)).toEqual({ ...ZEROES, subtotal: '1000', tax_amount: '200', coupons_amount_cents: '1000', total: '200' });
     expect(invoice.coupons[0]?.consumption).toMatchObject({ status: 'terminated', frequency_duration_remaining: null });
     expect(invoice.coupons[0]?.consumption.fixed_amount_left_cents?.toString()).toBe('4000');
@@ -169,7 +189,9 @@ describe('assembleInvoice: taxes come before coupons', () => {
     });
     // 10000: 1000 ; 9000: 100 ; 8900: 4450
     expect(invoice.coupons.map((c) => c.amount_cents.toString())).toEqual(['1000', '100', '4450']);
-    expect(invoice.coupons.map((c) => [c.consumption.status, c.consumption.frequency_duration_remaining, c.consumption.terminate_coupon])).toEqual([
+    expect(
+      invoice.coupons.map((c) => [c.consumption.status, c.consumption.frequency_duration_remaining, c.consumption.terminate_coupon]),
+    ).toEqual([
       ['terminated', null, true],
       ['active', 2, false],
       ['active', null, false],
@@ -238,7 +260,13 @@ describe('assembleInvoice: progressive billing and credit notes', () => {
         { invoice_id: 'pb2', amount_cents: dec(9000) },
       ],
     });
-    expect(amounts(invoice)).toEqual({ ...ZEROES, subtotal: '25000', tax_amount: '0', progressive_billing_credit_amount_cents: '21000', total: '4000' });
+    expect(amounts(invoice)).toEqual({
+      ...ZEROES,
+      subtotal: '25000',
+      tax_amount: '0',
+      progressive_billing_credit_amount_cents: '21000',
+      total: '4000',
+    });
     expect(invoice.progressive_billing_credits.map((c) => [c.invoice_id, c.amount_cents.toString()])).toEqual([
       ['pb1', '12000'],
       ['pb2', '9000'],
@@ -294,7 +322,10 @@ describe('assembleInvoice: progressive billing and credit notes', () => {
   });
 
   it('uses part of a credit note when it covers more than is due', () => {
-    const invoice = assemble({ fees: [fee('a', 'add_on', '800')], credit_notes: [{ credit_note_id: 'cn', balance_amount_cents: dec(1500) }] });
+    const invoice = assemble({
+      fees: [fee('a', 'add_on', '800')],
+      credit_notes: [{ credit_note_id: 'cn', balance_amount_cents: dec(1500) }],
+    });
     expect(invoice.credit_notes_amount_cents.toString()).toBe('800');
     expect(invoice.total.toString()).toBe('0');
   });
@@ -341,7 +372,11 @@ describe('assembleInvoice: zero totals', () => {
 describe('assembleInvoice: add-on and credit fees', () => {
   it('taxes add-ons at the add-on level and leaves credit purchases untaxed', () => {
     const invoice = assemble({
-      fees: [fee('setup', 'add_on', '5000', { add_on_id: 'a1' }), fee('other', 'add_on', '1000', { add_on_id: 'a2' }), fee('credits', 'credit', '2000')],
+      fees: [
+        fee('setup', 'add_on', '5000', { add_on_id: 'a1' }),
+        fee('other', 'add_on', '1000', { add_on_id: 'a2' }),
+        fee('credits', 'credit', '2000'),
+      ],
       taxes: taxes({ add_ons: { a1: [REDUCED] }, plan: [tax('PLAN', '0.5')], customer: [VAT] }),
     });
     expect(invoice.fees.map((f) => [f.key, f.tax_level, f.taxes_amount_cents.toString()])).toEqual([
@@ -355,7 +390,11 @@ describe('assembleInvoice: add-on and credit fees', () => {
 
 describe('assembleInvoice: rejected input', () => {
   const cases: { name: string; input: () => InvoiceAssemblyInput; message: RegExp }[] = [
-    { name: 'duplicate fee keys', input: () => ({ currency: 'USD', fees: [fee('a', 'charge', '1'), fee('a', 'charge', '2')] }), message: /duplicate fee key "a"/ },
+    {
+      name: 'duplicate fee keys',
+      input: () => ({ currency: 'USD', fees: [fee('a', 'charge', '1'), fee('a', 'charge', '2')] }),
+      message: /duplicate fee key "a"/,
+    },
     { name: 'a negative fee', input: () => ({ currency: 'USD', fees: [fee('a', 'charge', '-0.0001')] }), message: /negative/ },
     {
       name: 'a commitment fee next to a minimum commitment',
@@ -466,7 +505,14 @@ describe('assembleInvoice: properties', () => {
     fc.assert(
       fc.property(arbInput, (s) => {
         const inv = assembleInvoice(build(s));
-        for (const d of [inv.subtotal, inv.tax_amount, inv.coupons_amount_cents, inv.progressive_billing_credit_amount_cents, inv.credit_notes_amount_cents, inv.total]) {
+        for (const d of [
+          inv.subtotal,
+          inv.tax_amount,
+          inv.coupons_amount_cents,
+          inv.progressive_billing_credit_amount_cents,
+          inv.credit_notes_amount_cents,
+          inv.total,
+        ]) {
           expect(isWholeCents(d)).toBe(true);
         }
         expect(inv.coupons_amount_cents.lte(inv.subtotal)).toBe(true);

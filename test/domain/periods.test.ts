@@ -25,12 +25,7 @@ import {
 const d = (iso: string): Date => new Date(iso);
 const iso = (date: Date): string => date.toISOString();
 
-function schedule(
-  interval: BillingInterval,
-  billingTime: BillingTime,
-  anchor: string,
-  timezone = 'UTC',
-): BillingSchedule {
+function schedule(interval: BillingInterval, billingTime: BillingTime, anchor: string, timezone = 'UTC'): BillingSchedule {
   return { interval, billingTime, anchor: d(anchor), timezone };
 }
 
@@ -286,16 +281,12 @@ describe('periodContaining', () => {
 
   it('refuses an instant before the subscription started', () => {
     const s = schedule('monthly', 'calendar', '2024-05-15T10:00:00Z');
-    expect(() => periodContaining({ ...s, at: d('2024-05-15T09:59:59.999Z') })).toThrow(
-      PeriodBeforeStart,
-    );
+    expect(() => periodContaining({ ...s, at: d('2024-05-15T09:59:59.999Z') })).toThrow(PeriodBeforeStart);
   });
 
   it('refuses an unknown time zone', () => {
     const s = schedule('monthly', 'calendar', '2024-05-15T10:00:00Z', 'Mars/Olympus_Mons');
-    expect(() => periodContaining({ ...s, at: d('2024-06-01T00:00:00Z') })).toThrow(
-      InvalidTimezone,
-    );
+    expect(() => periodContaining({ ...s, at: d('2024-06-01T00:00:00Z') })).toThrow(InvalidTimezone);
   });
 });
 
@@ -309,9 +300,7 @@ describe('periodStart and fullPeriodContaining', () => {
 
   it('give the anchor local date midnight for an anniversary first period', () => {
     const s = schedule('monthly', 'anniversary', '2026-03-10T15:00:00+05:30', 'Asia/Kolkata');
-    expect(iso(periodStart({ ...s, at: d('2026-03-20T00:00:00Z') }))).toBe(
-      iso(d('2026-03-10T00:00:00+05:30')),
-    );
+    expect(iso(periodStart({ ...s, at: d('2026-03-20T00:00:00Z') }))).toBe(iso(d('2026-03-10T00:00:00+05:30')));
   });
 });
 
@@ -348,7 +337,13 @@ describe('countDays', () => {
     { name: 'Auckland sees two dates', from: '2026-01-31T10:00:00Z', to: '2026-01-31T12:00:00Z', tz: 'Pacific/Auckland', days: 2 },
     { name: 'the same range in UTC is one date', from: '2026-01-31T10:00:00Z', to: '2026-01-31T12:00:00Z', tz: 'UTC', days: 1 },
     { name: 'Kolkata half-hour offset', from: '2026-06-30T18:00:00Z', to: '2026-06-30T18:45:00Z', tz: 'Asia/Kolkata', days: 2 },
-    { name: 'Los Angeles evening is still the same date', from: '2026-03-01T01:00:00Z', to: '2026-03-01T07:59:00Z', tz: 'America/Los_Angeles', days: 1 },
+    {
+      name: 'Los Angeles evening is still the same date',
+      from: '2026-03-01T01:00:00Z',
+      to: '2026-03-01T07:59:00Z',
+      tz: 'America/Los_Angeles',
+      days: 1,
+    },
   ])('$name: $days', ({ from, to, tz, days }) => {
     expect(countDays(d(from), d(to), tz)).toBe(days);
   });
@@ -507,9 +502,7 @@ describe('period invariants (property-based)', () => {
         (anchor, offset) => {
           const s = { interval: 'monthly' as const, billingTime: 'anniversary' as const, anchor, timezone: 'UTC' };
           const start = periodStart({ ...s, at: new Date(anchor.getTime() + offset) });
-          const lastDayOfMonth = new Date(
-            Date.UTC(start.getUTCFullYear(), start.getUTCMonth() + 1, 0),
-          ).getUTCDate();
+          const lastDayOfMonth = new Date(Date.UTC(start.getUTCFullYear(), start.getUTCMonth() + 1, 0)).getUTCDate();
           expect(start.getUTCDate()).toBe(Math.min(anchor.getUTCDate(), lastDayOfMonth));
         },
       ),

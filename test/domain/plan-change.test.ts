@@ -54,7 +54,12 @@ describe('classifyPlanChange', () => {
     { name: 'weekly 230 is 11960 a year', from: plan(1000, 'monthly'), to: plan(230, 'weekly'), kind: 'downgrade' },
     { name: 'a cheaper-looking quarterly plan', from: plan(1000, 'monthly'), to: plan(2999, 'quarterly'), kind: 'downgrade' },
     { name: 'yearly to a pricier monthly', from: plan(12000, 'yearly'), to: plan(1000.01, 'monthly'), kind: 'upgrade' },
-    { name: 'currency codes compare case-insensitively', from: plan(1000, 'monthly', 'eur'), to: plan(2000, 'monthly', 'EUR'), kind: 'upgrade' },
+    {
+      name: 'currency codes compare case-insensitively',
+      from: plan(1000, 'monthly', 'eur'),
+      to: plan(2000, 'monthly', 'EUR'),
+      kind: 'upgrade',
+    },
   ])('$name: $kind', ({ from, to, kind }) => {
     expect(classifyPlanChange(from, to)).toBe(kind);
   });
@@ -243,12 +248,10 @@ describe('computeUpgradeAmounts', () => {
 
   it('refuses a downgrade and another currency', () => {
     const base = { ...timing(), changedAt: d('2025-01-15T00:00:00Z') };
-    expect(() =>
-      computeUpgradeAmounts({ ...base, oldPlan: plan(2000, 'monthly'), newPlan: plan(1000, 'monthly') }),
-    ).toThrow(NotAnUpgrade);
-    expect(() =>
-      computeUpgradeAmounts({ ...base, oldPlan: plan(1000, 'monthly'), newPlan: plan(2000, 'monthly', 'USD') }),
-    ).toThrow(PlanCurrencyMismatch);
+    expect(() => computeUpgradeAmounts({ ...base, oldPlan: plan(2000, 'monthly'), newPlan: plan(1000, 'monthly') })).toThrow(NotAnUpgrade);
+    expect(() => computeUpgradeAmounts({ ...base, oldPlan: plan(1000, 'monthly'), newPlan: plan(2000, 'monthly', 'USD') })).toThrow(
+      PlanCurrencyMismatch,
+    );
   });
 
   it('in advance, the old plan used plus credited equals the full fee (property)', () => {
@@ -291,18 +294,81 @@ describe('computeTerminationAmounts', () => {
 
   it.each([
     // arrear: the termination day is billed; Jan 10 12:00 -> 10 days
-    { name: 'arrear, generate_invoice', input: base('generate_invoice', false, '2025-01-10T12:00:00Z'), used: 10, unused: 21, fee: '1000', credit: null },
-    { name: 'arrear, generate_credit_note bills the same', input: base('generate_credit_note', false, '2025-01-10T12:00:00Z'), used: 10, unused: 21, fee: '1000', credit: null },
+    {
+      name: 'arrear, generate_invoice',
+      input: base('generate_invoice', false, '2025-01-10T12:00:00Z'),
+      used: 10,
+      unused: 21,
+      fee: '1000',
+      credit: null,
+    },
+    {
+      name: 'arrear, generate_credit_note bills the same',
+      input: base('generate_credit_note', false, '2025-01-10T12:00:00Z'),
+      used: 10,
+      unused: 21,
+      fee: '1000',
+      credit: null,
+    },
     { name: 'arrear, skip', input: base('skip', false, '2025-01-10T12:00:00Z'), used: 10, unused: 21, fee: null, credit: null },
-    { name: 'arrear, at midnight the termination day still counts', input: base('generate_invoice', false, '2025-01-10T00:00:00Z'), used: 10, unused: 21, fee: '1000', credit: null },
-    { name: 'advance, generate_credit_note: 21 of 31 days', input: base('generate_credit_note', true, '2025-01-10T12:00:00Z'), used: 10, unused: 21, fee: null, credit: '2100' },
-    { name: 'advance, generate_invoice: no credit', input: base('generate_invoice', true, '2025-01-10T12:00:00Z'), used: 10, unused: 21, fee: null, credit: null },
+    {
+      name: 'arrear, at midnight the termination day still counts',
+      input: base('generate_invoice', false, '2025-01-10T00:00:00Z'),
+      used: 10,
+      unused: 21,
+      fee: '1000',
+      credit: null,
+    },
+    {
+      name: 'advance, generate_credit_note: 21 of 31 days',
+      input: base('generate_credit_note', true, '2025-01-10T12:00:00Z'),
+      used: 10,
+      unused: 21,
+      fee: null,
+      credit: '2100',
+    },
+    {
+      name: 'advance, generate_invoice: no credit',
+      input: base('generate_invoice', true, '2025-01-10T12:00:00Z'),
+      used: 10,
+      unused: 21,
+      fee: null,
+      credit: null,
+    },
     { name: 'advance, skip', input: base('skip', true, '2025-01-10T12:00:00Z'), used: 10, unused: 21, fee: null, credit: null },
-    { name: 'advance, on the last day credits nothing', input: base('generate_credit_note', true, '2025-01-31T15:00:00Z'), used: 31, unused: 0, fee: null, credit: null },
-    { name: 'advance, on the first day credits all but one day', input: base('generate_credit_note', true, '2025-01-01T08:00:00Z'), used: 1, unused: 30, fee: null, credit: '3000' },
+    {
+      name: 'advance, on the last day credits nothing',
+      input: base('generate_credit_note', true, '2025-01-31T15:00:00Z'),
+      used: 31,
+      unused: 0,
+      fee: null,
+      credit: null,
+    },
+    {
+      name: 'advance, on the first day credits all but one day',
+      input: base('generate_credit_note', true, '2025-01-01T08:00:00Z'),
+      used: 1,
+      unused: 30,
+      fee: null,
+      credit: '3000',
+    },
     // a cancellation reaching ending_at = the period end closes January, not one day of February
-    { name: 'arrear, exactly on the period boundary bills the whole ending period', input: base('generate_invoice', false, '2025-02-01T00:00:00Z'), used: 31, unused: 0, fee: '3100', credit: null },
-    { name: 'advance, exactly on the period boundary credits nothing', input: base('generate_credit_note', true, '2025-02-01T00:00:00Z'), used: 31, unused: 0, fee: null, credit: null },
+    {
+      name: 'arrear, exactly on the period boundary bills the whole ending period',
+      input: base('generate_invoice', false, '2025-02-01T00:00:00Z'),
+      used: 31,
+      unused: 0,
+      fee: '3100',
+      credit: null,
+    },
+    {
+      name: 'advance, exactly on the period boundary credits nothing',
+      input: base('generate_credit_note', true, '2025-02-01T00:00:00Z'),
+      used: 31,
+      unused: 0,
+      fee: null,
+      credit: null,
+    },
   ])('$name', ({ input, used, unused, fee, credit }) => {
     const result = computeTerminationAmounts(input);
     expect(result.usedDays).toBe(used);
@@ -400,9 +466,7 @@ describe('computeTerminationAmounts', () => {
       terminatedAt: d('2025-01-10T12:00:00Z'),
     };
     expect(computeTerminationAmounts({ ...input, plan: plan(0, 'monthly') }).creditNoteAmount).toBeNull();
-    expect(
-      computeTerminationAmounts({ ...input, plan: plan(3100, 'monthly'), invoicedBaseFee: '0' }).creditNoteAmount,
-    ).toBeNull();
+    expect(computeTerminationAmounts({ ...input, plan: plan(3100, 'monthly'), invoicedBaseFee: '0' }).creditNoteAmount).toBeNull();
   });
 
   it('refuses a termination before the subscription started', () => {

@@ -105,9 +105,11 @@ const chargeArb: fc.Arbitrary<{ model: ChargeModel; properties: unknown }> = fc.
   }),
   fc.record({
     model: fc.constant('graduated_percentage' as const),
-    properties: tiersOf(fc.record({ rate: decimal(0, 100).map(String), flat_amount: amount(1_000) })).map((graduated_percentage_ranges) => ({
-      graduated_percentage_ranges,
-    })),
+    properties: tiersOf(fc.record({ rate: decimal(0, 100).map(String), flat_amount: amount(1_000) })).map(
+      (graduated_percentage_ranges) => ({
+        graduated_percentage_ranges,
+      }),
+    ),
   }),
   fc.record({ model: fc.constant('dynamic' as const), properties: fc.constant({}) }),
   fc.record({
@@ -207,7 +209,14 @@ describe('no fee is ever negative', () => {
             unit_amount_cents: b.unitAmount,
           }));
           if (fees.minTrueUp.gt(0)) {
-            priced.push({ key: 'min', fee_type: 'charge', amount_cents: fees.minTrueUp, units: dec(1), events_count: 0, unit_amount_cents: fees.minTrueUp });
+            priced.push({
+              key: 'min',
+              fee_type: 'charge',
+              amount_cents: fees.minTrueUp,
+              units: dec(1),
+              events_count: 0,
+              unit_amount_cents: fees.minTrueUp,
+            });
           }
           // assembleInvoice refuses a negative fee, so assembling at all is part of the check.
           const invoice = assembleInvoice({
@@ -319,7 +328,12 @@ describe('proration', () => {
           expect(parts.minus(amountCents).abs().lte('0.0001')).toBe(true);
           // At invoice precision, whole cents: within one cent.
           const cents = roundCents(prorate(amountCents, before, periodDays)).plus(roundCents(prorate(amountCents, after, periodDays)));
-          expect(cents.minus(roundCents(dec(amountCents))).abs().lte(1)).toBe(true);
+          expect(
+            cents
+              .minus(roundCents(dec(amountCents)))
+              .abs()
+              .lte(1),
+          ).toBe(true);
 
           // The same for the billing period itself (a calendar plan's first period is partial),
           // split on the local day of any instant inside it, as a plan change splits it.
@@ -467,7 +481,9 @@ describe('wallet allocation', () => {
         const usable = wallets
           .filter((w) => w.status === 'active' && (w.expirationAt === null || w.expirationAt.getTime() > AT.getTime()))
           .filter((w) => cents(w).gt(0))
-          .sort((a, b) => a.priority - b.priority || a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+          .sort(
+            (a, b) => a.priority - b.priority || a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
+          );
         let left = nonNegative(dec(due));
         const expected: [string, string][] = [];
         for (const w of usable) {

@@ -1,11 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { dec } from '../../src/domain/money';
-import {
-  allocateWallets,
-  isWalletUsable,
-  type AllocatableWallet,
-} from '../../src/domain/wallet-allocation';
+import { allocateWallets, isWalletUsable, type AllocatableWallet } from '../../src/domain/wallet-allocation';
 
 const AT = new Date('2026-03-01T12:00:00Z');
 
@@ -31,7 +27,10 @@ describe('allocateWallets', () => {
       name: 'priority 1 first, then priority 50 for the rest (A 2000, B 5500 of 7500)',
       due: '7500',
       wallets: [wallet('B', 10000, { priority: 50 }), wallet('A', 2000, { priority: 1 })],
-      expected: [['A', '2000'], ['B', '5500']],
+      expected: [
+        ['A', '2000'],
+        ['B', '5500'],
+      ],
       total: '7500',
       remaining: '0',
     },
@@ -42,7 +41,10 @@ describe('allocateWallets', () => {
         wallet('newer', 1000, { priority: 5, createdAt: new Date('2026-02-01T00:00:00Z') }),
         wallet('older', 200, { priority: 5, createdAt: new Date('2026-01-01T00:00:00Z') }),
       ],
-      expected: [['older', '200'], ['newer', '100']],
+      expected: [
+        ['older', '200'],
+        ['newer', '100'],
+      ],
       total: '300',
       remaining: '0',
     },
@@ -69,7 +71,10 @@ describe('allocateWallets', () => {
       name: 'wallets short of the amount due: the rest stays due',
       due: '1000',
       wallets: [wallet('A', 300, { priority: 1 }), wallet('B', '200.5', { priority: 2 })],
-      expected: [['A', '300'], ['B', '200']],
+      expected: [
+        ['A', '300'],
+        ['B', '200'],
+      ],
       total: '500',
       remaining: '500',
     },
@@ -134,7 +139,10 @@ describe('allocateWallets', () => {
       name: 'a fractional balance pays its whole cents and keeps the fraction',
       due: '1500',
       wallets: [wallet('A', '1234.5678', { priority: 1 }), wallet('B', '1000', { priority: 2 })],
-      expected: [['A', '1234'], ['B', '266']],
+      expected: [
+        ['A', '1234'],
+        ['B', '266'],
+      ],
       total: '1500',
       remaining: '0',
     },
@@ -170,14 +178,18 @@ describe('allocateWallets', () => {
   });
 
   it('does not depend on the order the wallets are given in, and does not reorder the input', () => {
-    const wallets = [
-      wallet('c', 100, { priority: 3 }),
-      wallet('a', 100, { priority: 1 }),
-      wallet('b', 100, { priority: 2 }),
-    ];
+    const wallets = [wallet('c', 100, { priority: 3 }), wallet('a', 100, { priority: 1 }), wallet('b', 100, { priority: 2 })];
     const before = wallets.map((w) => w.id);
-    expect(paid(allocateWallets(250, wallets, AT))).toEqual([['a', '100'], ['b', '100'], ['c', '50']]);
-    expect(paid(allocateWallets(250, [...wallets].reverse(), AT))).toEqual([['a', '100'], ['b', '100'], ['c', '50']]);
+    expect(paid(allocateWallets(250, wallets, AT))).toEqual([
+      ['a', '100'],
+      ['b', '100'],
+      ['c', '50'],
+    ]);
+    expect(paid(allocateWallets(250, [...wallets].reverse(), AT))).toEqual([
+      ['a', '100'],
+      ['b', '100'],
+      ['c', '50'],
+    ]);
     expect(wallets.map((w) => w.id)).toEqual(before);
   });
 });
@@ -203,14 +215,9 @@ describe('wallet allocation invariants (property-based)', () => {
     priority: fc.integer({ min: 1, max: 50 }),
     createdAt: fc.date({ min: new Date('2020-01-01T00:00:00Z'), max: new Date('2026-03-01T00:00:00Z'), noInvalidDate: true }),
     status: fc.constantFrom<'active' | 'terminated'>('active', 'active', 'terminated'),
-    expirationAt: fc.option(
-      fc.date({ min: new Date('2026-02-01T00:00:00Z'), max: new Date('2026-04-01T00:00:00Z'), noInvalidDate: true }),
-    ),
+    expirationAt: fc.option(fc.date({ min: new Date('2026-02-01T00:00:00Z'), max: new Date('2026-04-01T00:00:00Z'), noInvalidDate: true })),
   });
-  const input = fc.tuple(
-    fc.integer({ min: -1000, max: 3_000_000 }),
-    fc.uniqueArray(walletArb, { selector: (w) => w.id, maxLength: 8 }),
-  );
+  const input = fc.tuple(fc.integer({ min: -1000, max: 3_000_000 }), fc.uniqueArray(walletArb, { selector: (w) => w.id, maxLength: 8 }));
 
   it('never exceeds a balance or the amount due, and pays as much as usable wallets allow', () => {
     fc.assert(

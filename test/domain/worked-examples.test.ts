@@ -128,7 +128,10 @@ describe('lago-reference.md 2: charge models', () => {
           units: dec(999), // the metric's own aggregation is irrelevant to dynamic pricing
           eventsCount: 2,
           perEventValues: [],
-          events: [ev('2024-03-02T00:00:00Z', { unit_price: '150.5', quantity: 1 }), ev('2024-03-03T00:00:00Z', { unit_price: 49.5, quantity: '1' })],
+          events: [
+            ev('2024-03-02T00:00:00Z', { unit_price: '150.5', quantity: 1 }),
+            ev('2024-03-03T00:00:00Z', { unit_price: 49.5, quantity: '1' }),
+          ],
         },
         filters: [],
       },
@@ -150,7 +153,11 @@ describe('lago-reference.md 2: charge models', () => {
     expect(s(fees.amount)).toBe('2741.9355');
     const invoice = assembleInvoice({
       currency: 'USD',
-      fees: [fee('default', 'charge', s(fees.default.amount)), fee('us', 'charge', s(fees.filters[0]!.amount)), fee('min', 'charge', s(fees.minTrueUp))],
+      fees: [
+        fee('default', 'charge', s(fees.default.amount)),
+        fee('us', 'charge', s(fees.filters[0]!.amount)),
+        fee('min', 'charge', s(fees.minTrueUp)),
+      ],
     });
     expect(s(invoice.subtotal)).toBe('2742');
     expect(s(invoice.total)).toBe('2742');
@@ -320,7 +327,7 @@ describe('edges', () => {
     custom: ['10', '14'],
   };
   it.each(AGGREGATION_TYPES.map((t) => [t, ...expectedOnBoundaries[t]] as const))(
-    'events exactly on a period boundary (%s): the event at `from` is March\'s (%s), the one at `to` is April\'s (%s)',
+    "events exactly on a period boundary (%s): the event at `from` is March's (%s), the one at `to` is April's (%s)",
     (type, inMarch, inApril) => {
       const events = [ev('2024-03-01T00:00:00Z', { value: 5 }), ev('2024-04-01T00:00:00Z', { value: 7 })];
       const m = metricOf(type);
@@ -364,8 +371,26 @@ describe('edges', () => {
 
   it.each<[ChargeModel, unknown, string]>([
     ['standard', { amount: '100' }, '0'],
-    ['graduated', { graduated_ranges: [{ from_value: 0, to_value: 10, per_unit_amount: '1000', flat_amount: '200' }, { from_value: 11, to_value: null, per_unit_amount: '500', flat_amount: '300' }] }, '200'],
-    ['volume', { volume_ranges: [{ from_value: 0, to_value: 100, per_unit_amount: '200', flat_amount: '100' }, { from_value: 101, to_value: null, per_unit_amount: '100', flat_amount: '0' }] }, '100'],
+    [
+      'graduated',
+      {
+        graduated_ranges: [
+          { from_value: 0, to_value: 10, per_unit_amount: '1000', flat_amount: '200' },
+          { from_value: 11, to_value: null, per_unit_amount: '500', flat_amount: '300' },
+        ],
+      },
+      '200',
+    ],
+    [
+      'volume',
+      {
+        volume_ranges: [
+          { from_value: 0, to_value: 100, per_unit_amount: '200', flat_amount: '100' },
+          { from_value: 101, to_value: null, per_unit_amount: '100', flat_amount: '0' },
+        ],
+      },
+      '100',
+    ],
     ['package', { amount: '500', package_size: 10, free_units: 100 }, '0'],
     ['percentage', { rate: '1', fixed_amount: '50' }, '0'],
     ['graduated_percentage', { graduated_percentage_ranges: [{ from_value: 0, to_value: null, rate: '2', flat_amount: '25' }] }, '25'],

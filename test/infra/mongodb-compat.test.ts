@@ -188,10 +188,7 @@ describe('insertMany with ordered: false', () => {
     const collection = await rawCollection();
     await collection.insertOne({ key: 'existing' });
     const err = await caught(
-      collection.insertMany(
-        [{ key: 'a' }, { key: 'existing' }, { key: 'b' }, { key: 'a' }, { key: 'c' }],
-        { ordered: false },
-      ),
+      collection.insertMany([{ key: 'a' }, { key: 'existing' }, { key: 'b' }, { key: 'a' }, { key: 'c' }], { ordered: false }),
     );
     expect(err).toBeInstanceOf(MongoBulkWriteError);
     const bulk = err as MongoBulkWriteError;
@@ -257,9 +254,7 @@ describe('Decimal128', () => {
 
   it('compares by value in queries ($gt, $lte), not as strings', async () => {
     const collection = await rawCollection();
-    await collection.insertMany(
-      ['9.5', '10.25', '100.0001', '2'].map((v, i) => ({ key: `v${i}`, amount: Decimal128.fromString(v) })),
-    );
+    await collection.insertMany(['9.5', '10.25', '100.0001', '2'].map((v, i) => ({ key: `v${i}`, amount: Decimal128.fromString(v) })));
     const over = await collection.find({ amount: { $gt: Decimal128.fromString('9.9999') } }).toArray();
     expect(over.map((d) => (d.amount as Decimal128).toString()).sort()).toEqual(['10.25', '100.0001']);
     const sorted = await collection.find({}).sort({ amount: 1 }).toArray();

@@ -47,7 +47,12 @@ async function newWorker() {
 async function createCustomers(headers: Record<string, string>, count: number): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < count; i += 1) {
-    const res = await stack.app.inject({ method: 'POST', url: '/v1/customers', headers, payload: { external_id: `plumb-${randomUUID()}` } });
+    const res = await stack.app.inject({
+      method: 'POST',
+      url: '/v1/customers',
+      headers,
+      payload: { external_id: `plumb-${randomUUID()}` },
+    });
     expect(res.statusCode, res.body).toBe(201);
     ids.push(res.json<{ id: string }>().id);
   }

@@ -179,7 +179,8 @@ export class FinalizationModel {
   subscribe(plan: PlanSetup): void {
     this.plan = plan;
     this.periodStart = this.now;
-    if (plan.payInAdvance) this.issue('subscription', [{ key: 'subscription', feeType: 'subscription', amount: new Money(plan.amountCents) }]);
+    if (plan.payInAdvance)
+      this.issue('subscription', [{ key: 'subscription', feeType: 'subscription', amount: new Money(plan.amountCents) }]);
   }
 
   hasUsageCharge(): boolean {
@@ -555,7 +556,10 @@ export class FinalizationModel {
    * A draft credit note on a finalized or paid invoice, of whole-cent items: each at most what
    * remains creditable on its fee (lago-reference.md §6); its credit and balance are their sum.
    */
-  createCreditNote(invoice: ModelInvoice, items: readonly { fee: ModelFee; amount: Money }[]): { outcome: Outcome; note: ModelCreditNote | null } {
+  createCreditNote(
+    invoice: ModelInvoice,
+    items: readonly { fee: ModelFee; amount: Money }[],
+  ): { outcome: Outcome; note: ModelCreditNote | null } {
     if (invoice.status === 'draft') return { outcome: refused(400, 'invalid_state_transition'), note: null };
     if (items.some((item) => !item.amount.greaterThan(0) || item.amount.greaterThan(FinalizationModel.creditable(item.fee)))) {
       return { outcome: refused(422, 'validation_error'), note: null };

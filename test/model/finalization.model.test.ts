@@ -124,9 +124,15 @@ const centsArb = (max: number) =>
     fc.integer({ min: 0, max }).map(String),
     fc.integer({ min: 1, max: max * 100 }).map((n) => (n / 100).toFixed(2)),
   );
-const taxRateArb = fc.oneof(fc.constantFrom('0.2', '0.0875', '0.055', '0.1'), fc.integer({ min: 1, max: 3000 }).map((n) => (n / 10_000).toString()));
+const taxRateArb = fc.oneof(
+  fc.constantFrom('0.2', '0.0875', '0.055', '0.1'),
+  fc.integer({ min: 1, max: 3000 }).map((n) => (n / 10_000).toString()),
+);
 /** Credits with 2 decimals at a rate with 4 give balances with fractions of a cent. */
-const creditsArb = fc.oneof(fc.integer({ min: 1, max: 200 }).map(String), fc.integer({ min: 1, max: 20_000 }).map((n) => (n / 100).toFixed(2)));
+const creditsArb = fc.oneof(
+  fc.integer({ min: 1, max: 200 }).map(String),
+  fc.integer({ min: 1, max: 20_000 }).map((n) => (n / 100).toFixed(2)),
+);
 const rateArb = fc.constantFrom('1', '0.5', '2', '0.3333', '1.25', '0.01', '10');
 const priorityArb = fc.constantFrom(1, 1, 2, 3, 50);
 const ref = fc.nat({ max: 20 });
@@ -146,7 +152,10 @@ const createWalletOp: fc.Arbitrary<Op> = fc.record({
 });
 
 const couponAmountArb = fc.integer({ min: 1, max: 15_000 });
-const percentageRateArb = fc.oneof(fc.constantFrom('10', '25', '50', '100', '12.5', '33.33'), fc.integer({ min: 1, max: 10_000 }).map((n) => (n / 100).toString()));
+const percentageRateArb = fc.oneof(
+  fc.constantFrom('10', '25', '50', '100', '12.5', '33.33'),
+  fc.integer({ min: 1, max: 10_000 }).map((n) => (n / 100).toString()),
+);
 const durationArb = fc.integer({ min: 1, max: 4 });
 
 const couponOp: fc.Arbitrary<Op> = fc.record({
@@ -185,16 +194,32 @@ const creditNoteOp: fc.Arbitrary<Op> = fc.record({
 const instantOp: fc.Arbitrary<Op> = fc.oneof(
   { weight: 3, arbitrary: createWalletOp },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('topUp' as const), wallet: ref, credits: creditsArb }) },
-  ...(AVOID.voidedCredits ? [] : [{ weight: 1, arbitrary: fc.record({ op: fc.constant('voidCredits' as const), wallet: ref, permille: fc.integer({ min: 1, max: 1200 }) }) }]),
+  ...(AVOID.voidedCredits
+    ? []
+    : [
+        {
+          weight: 1,
+          arbitrary: fc.record({ op: fc.constant('voidCredits' as const), wallet: ref, permille: fc.integer({ min: 1, max: 1200 }) }),
+        },
+      ]),
   { weight: 1, arbitrary: fc.record({ op: fc.constant('terminateWallet' as const), wallet: ref }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('setPriority' as const), wallet: ref, priority: priorityArb }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('setExpiration' as const), wallet: ref, expiration: fc.option(expirationArb, { nil: null }) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ op: fc.constant('setExpiration' as const), wallet: ref, expiration: fc.option(expirationArb, { nil: null }) }),
+  },
   { weight: 2, arbitrary: couponOp },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('reapplyCoupon' as const), coupon: ref }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('removeCoupon' as const), applied: ref }) },
   {
     weight: 1,
-    arbitrary: fc.record({ op: fc.constant('updateCoupon' as const), coupon: ref, amountCents: couponAmountArb, percentageRate: percentageRateArb, frequencyDuration: durationArb }),
+    arbitrary: fc.record({
+      op: fc.constant('updateCoupon' as const),
+      coupon: ref,
+      amountCents: couponAmountArb,
+      percentageRate: percentageRateArb,
+      frequencyDuration: durationArb,
+    }),
   },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('terminateCoupon' as const), coupon: ref }) },
   { weight: 3, arbitrary: oneOffOp },
@@ -208,13 +233,20 @@ const instantOp: fc.Arbitrary<Op> = fc.oneof(
 
 const advanceOp: fc.Arbitrary<Op> = fc.record({
   op: fc.constant('advance' as const),
-  to: fc.oneof(fc.record({ months: fc.integer({ min: 1, max: 3 }) }), fc.record({ days: fc.integer({ min: 0, max: 20 }), hours: fc.integer({ min: 0, max: 23 }) })),
+  to: fc.oneof(
+    fc.record({ months: fc.integer({ min: 1, max: 3 }) }),
+    fc.record({ days: fc.integer({ min: 0, max: 20 }), hours: fc.integer({ min: 0, max: 23 }) }),
+  ),
 });
 
 const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
   startMonth: fc.integer({ min: 0, max: 11 }),
   // 35 days: a month's draft is still waiting when the next month's is generated.
-  graceDays: fc.oneof({ weight: 6, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: 3 }) }, { weight: 1, arbitrary: fc.constant(35) }),
+  graceDays: fc.oneof(
+    { weight: 6, arbitrary: fc.constant(0) },
+    { weight: 1, arbitrary: fc.integer({ min: 1, max: 3 }) },
+    { weight: 1, arbitrary: fc.constant(35) },
+  ),
   taxes: fc.record({
     organization: fc.array(taxRateArb, { maxLength: 1 }),
     customer: fc.array(taxRateArb, { maxLength: 2 }),
@@ -229,7 +261,11 @@ const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
     { freq: 4, nil: null },
   ),
   setup: fc.array(instantOp, { maxLength: 4 }),
-  steps: fc.array(fc.oneof({ weight: 4, arbitrary: instantOp }, { weight: 1, arbitrary: advanceOp }), { minLength: 2, maxLength: 24, size: 'medium' }),
+  steps: fc.array(fc.oneof({ weight: 4, arbitrary: instantOp }, { weight: 1, arbitrary: advanceOp }), {
+    minLength: 2,
+    maxLength: 24,
+    size: 'medium',
+  }),
 });
 
 /**
@@ -277,7 +313,17 @@ const REGRESSIONS: Record<string, Scenario> = {
     graceDays: 35,
     taxes: NO_TAXES,
     plan: { payInAdvance: false, amountCents: 1000, usagePrice: null },
-    setup: [{ op: 'coupon', couponType: 'fixed_amount', amountCents: 300, percentageRate: '1', frequency: 'once', frequencyDuration: 1, reusable: true }],
+    setup: [
+      {
+        op: 'coupon',
+        couponType: 'fixed_amount',
+        amountCents: 300,
+        percentageRate: '1',
+        frequency: 'once',
+        frequencyDuration: 1,
+        reusable: true,
+      },
+    ],
     steps: [
       { op: 'advance', to: { months: 2 } },
       { op: 'advance', to: { months: 2 } },
@@ -340,7 +386,11 @@ function same(what: string, expected: unknown, actual: unknown): void {
 }
 
 /** Sorted copies, for lists whose order the API does not promise. */
-const sorted = <T>(items: T[]): T[] => items.map((i) => JSON.stringify(i)).sort().map((s) => JSON.parse(s) as T);
+const sorted = <T>(items: T[]): T[] =>
+  items
+    .map((i) => JSON.stringify(i))
+    .sort()
+    .map((s) => JSON.parse(s) as T);
 
 interface Response<T> {
   status: number;
@@ -428,7 +478,12 @@ class ScenarioRun {
   }
 
   /** A POST action on an entity the model picked (none: the step does nothing), judged by the model's outcome. */
-  private async action<T extends object>(what: string, entity: T | undefined, model: (entity: T) => Outcome, path: (id: string) => string): Promise<boolean> {
+  private async action<T extends object>(
+    what: string,
+    entity: T | undefined,
+    model: (entity: T) => Outcome,
+    path: (id: string) => string,
+  ): Promise<boolean> {
     if (!entity) return false;
     this.expectOutcome(what, model(entity), await this.call('POST', path(this.id(entity))));
     return true;
@@ -445,19 +500,41 @@ class ScenarioRun {
   private async setUp(): Promise<void> {
     const { taxes } = this.scenario;
     const tax = async (rate: string, appliedToOrganization: boolean) =>
-      (await this.ok<TaxResource>('POST', '/v1/taxes', { code: `tax-${randomUUID()}`, name: 'Tax', rate, applied_to_organization: appliedToOrganization })).code;
+      (
+        await this.ok<TaxResource>('POST', '/v1/taxes', {
+          code: `tax-${randomUUID()}`,
+          name: 'Tax',
+          rate,
+          applied_to_organization: appliedToOrganization,
+        })
+      ).code;
     for (const rate of taxes.organization) await tax(rate, true);
-    this.clock = await this.ok<TestClockResource>('POST', '/v1/test_clocks', { name: 'model', frozen_time: new Date(this.model.now).toISOString() });
-    this.customer = await this.ok<CustomerResource>('POST', '/v1/customers', { external_id: `cus-${randomUUID()}`, currency: 'USD', test_clock_id: this.clock.id });
+    this.clock = await this.ok<TestClockResource>('POST', '/v1/test_clocks', {
+      name: 'model',
+      frozen_time: new Date(this.model.now).toISOString(),
+    });
+    this.customer = await this.ok<CustomerResource>('POST', '/v1/customers', {
+      external_id: `cus-${randomUUID()}`,
+      currency: 'USD',
+      test_clock_id: this.clock.id,
+    });
     for (const rate of taxes.customer) {
-      await this.ok('POST', '/v1/taxes/apply', { tax_code: await tax(rate, false), taxable_type: 'customer', taxable_id: this.customer.id });
+      await this.ok('POST', '/v1/taxes/apply', {
+        tax_code: await tax(rate, false),
+        taxable_type: 'customer',
+        taxable_id: this.customer.id,
+      });
     }
     const plan = this.scenario.plan;
     if (plan) {
       let charges: object[] = [];
       if (plan.usagePrice !== null) {
         this.metricCode = `calls-${randomUUID()}`;
-        const metric = await this.ok<BillableMetricResource>('POST', '/v1/billable_metrics', { code: this.metricCode, name: 'Calls', aggregation_type: 'count' });
+        const metric = await this.ok<BillableMetricResource>('POST', '/v1/billable_metrics', {
+          code: this.metricCode,
+          name: 'Calls',
+          aggregation_type: 'count',
+        });
         charges = [{ billable_metric_id: metric.id, charge_model: 'standard', properties: { amount: plan.usagePrice } }];
       }
       this.plan = await this.ok<PlanResource>('POST', '/v1/plans', {
@@ -487,7 +564,11 @@ class ScenarioRun {
       plan_id: this.plan!.id,
       pay_in_advance: plan.payInAdvance,
     });
-    this.model.subscribe({ payInAdvance: plan.payInAdvance, amountCents: plan.amountCents, usagePrice: plan.usagePrice === null ? null : new Money(plan.usagePrice) });
+    this.model.subscribe({
+      payInAdvance: plan.payInAdvance,
+      amountCents: plan.amountCents,
+      usagePrice: plan.usagePrice === null ? null : new Money(plan.usagePrice),
+    });
     await this.invoicesSettled();
   }
 
@@ -515,7 +596,10 @@ class ScenarioRun {
           initial_granted_credits: op.credits,
           ...(expirationAt === null ? {} : { expiration_at: new Date(expirationAt).toISOString() }),
         });
-        this.ids.set(m.createWallet({ rate: new Money(op.rate), credits: new Money(op.credits), priority: op.priority, expirationAt }), body.id);
+        this.ids.set(
+          m.createWallet({ rate: new Money(op.rate), credits: new Money(op.credits), priority: op.priority, expirationAt }),
+          body.id,
+        );
         return true;
       }
       case 'topUp': {
@@ -544,14 +628,20 @@ class ScenarioRun {
       case 'setPriority': {
         const wallet = pick(m.wallets, op.wallet);
         if (!wallet) return false;
-        this.expectOutcome('wallet priority', m.setPriority(wallet, op.priority), await this.call('PUT', `/v1/wallets/${this.id(wallet)}`, { priority: op.priority }));
+        this.expectOutcome(
+          'wallet priority',
+          m.setPriority(wallet, op.priority),
+          await this.call('PUT', `/v1/wallets/${this.id(wallet)}`, { priority: op.priority }),
+        );
         return true;
       }
       case 'setExpiration': {
         const wallet = pick(m.wallets, op.wallet);
         if (!wallet) return false;
         const expirationAt = op.expiration === null ? null : expirationInstant(m.now, op.expiration);
-        const res = await this.call('PUT', `/v1/wallets/${this.id(wallet)}`, { expiration_at: expirationAt === null ? null : new Date(expirationAt).toISOString() });
+        const res = await this.call('PUT', `/v1/wallets/${this.id(wallet)}`, {
+          expiration_at: expirationAt === null ? null : new Date(expirationAt).toISOString(),
+        });
         this.expectOutcome('wallet expiration', m.setExpiration(wallet, expirationAt), res);
         return true;
       }
@@ -611,7 +701,11 @@ class ScenarioRun {
       case 'removeCoupon': {
         const applied = pick(m.appliedCoupons, op.applied);
         if (!applied) return false;
-        this.expectOutcome('coupon removal', m.removeAppliedCoupon(applied), await this.call('DELETE', `/v1/coupons/applied/${this.id(applied)}`));
+        this.expectOutcome(
+          'coupon removal',
+          m.removeAppliedCoupon(applied),
+          await this.call('DELETE', `/v1/coupons/applied/${this.id(applied)}`),
+        );
         return true;
       }
       case 'oneOff': {
@@ -629,7 +723,11 @@ class ScenarioRun {
       }
       case 'usage': {
         if (!m.hasUsageCharge()) return false;
-        const events = Array.from({ length: op.count }, () => ({ transaction_id: `tx-${randomUUID()}`, external_customer_id: this.customer.external_id, code: this.metricCode }));
+        const events = Array.from({ length: op.count }, () => ({
+          transaction_id: `tx-${randomUUID()}`,
+          external_customer_id: this.customer.external_id,
+          code: this.metricCode,
+        }));
         const res = await this.ok<{ ingested: number }>('POST', '/v1/events/batch', { events });
         same('events ingested', op.count, res.ingested);
         m.recordUsage(op.count);
@@ -638,15 +736,36 @@ class ScenarioRun {
       case 'creditNote':
         return this.createCreditNote(op);
       case 'finalizeCreditNote':
-        return this.action('credit note finalization', pick(m.creditNotes, op.note), (n) => m.finalizeCreditNote(n), (id) => `/v1/credit_notes/${id}/finalize`);
+        return this.action(
+          'credit note finalization',
+          pick(m.creditNotes, op.note),
+          (n) => m.finalizeCreditNote(n),
+          (id) => `/v1/credit_notes/${id}/finalize`,
+        );
       case 'voidCreditNote':
-        return this.action('credit note void', pick(m.creditNotes, op.note), (n) => m.voidCreditNote(n), (id) => `/v1/credit_notes/${id}/void`);
+        return this.action(
+          'credit note void',
+          pick(m.creditNotes, op.note),
+          (n) => m.voidCreditNote(n),
+          (id) => `/v1/credit_notes/${id}/void`,
+        );
       case 'finalizeInvoice':
-        return this.action('invoice finalization', pick(m.invoices, op.invoice), (i) => m.finalizeEarly(i), (id) => `/v1/invoices/${id}/finalize`);
+        return this.action(
+          'invoice finalization',
+          pick(m.invoices, op.invoice),
+          (i) => m.finalizeEarly(i),
+          (id) => `/v1/invoices/${id}/finalize`,
+        );
       case 'pay':
-        return this.action('payment', pick(m.invoices, op.invoice), (i) => m.payInvoice(i), (id) => `/v1/invoices/${id}/pay`);
+        return this.action(
+          'payment',
+          pick(m.invoices, op.invoice),
+          (i) => m.payInvoice(i),
+          (id) => `/v1/invoices/${id}/pay`,
+        );
       case 'advance': {
-        const target = 'months' in op.to ? monthsAfter(m.now, op.to.months) : m.now + Math.max(op.to.days * DAY_MS + op.to.hours * HOUR_MS, HOUR_MS);
+        const target =
+          'months' in op.to ? monthsAfter(m.now, op.to.months) : m.now + Math.max(op.to.days * DAY_MS + op.to.hours * HOUR_MS, HOUR_MS);
         const hops = AVOID.invoiceEventsOutOfOrderInOneAdvance && this.scenario.graceDays > 0;
         for (let next = m.nextInvoiceEvent(); hops && next < target; next = m.nextInvoiceEvent()) {
           await this.advance(next);
@@ -661,7 +780,10 @@ class ScenarioRun {
   }
 
   private async applyCoupon(coupon: ModelCoupon): Promise<void> {
-    const res = await this.call<AppliedCouponResource>('POST', '/v1/coupons/apply', { coupon_code: this.id(coupon), customer_id: this.customer.id });
+    const res = await this.call<AppliedCouponResource>('POST', '/v1/coupons/apply', {
+      coupon_code: this.id(coupon),
+      customer_id: this.customer.id,
+    });
     const { outcome, applied } = this.model.applyCoupon(coupon);
     this.expectOutcome('coupon application', outcome, res);
     if (applied) this.ids.set(applied, res.body.id);
@@ -698,7 +820,11 @@ class ScenarioRun {
     if (note) {
       this.ids.set(note, res.body.id);
       if (op.finalize) {
-        this.expectOutcome('credit note finalization', m.finalizeCreditNote(note), await this.call('POST', `/v1/credit_notes/${res.body.id}/finalize`));
+        this.expectOutcome(
+          'credit note finalization',
+          m.finalizeCreditNote(note),
+          await this.call('POST', `/v1/credit_notes/${res.body.id}/finalize`),
+        );
       }
     }
     return true;
@@ -710,10 +836,16 @@ class ScenarioRun {
     const ids = new Map<string, string>();
     // Only fees with an amount: whether a line of zero is listed says nothing about money.
     for (const fee of invoice.fees.filter((f) => !f.amount.isZero())) {
-      const found = (body.fees ?? []).filter((f) => (fee.feeType === 'add_on' ? f.invoice_display_name === fee.key : f.fee_type === fee.feeType));
+      const found = (body.fees ?? []).filter((f) =>
+        fee.feeType === 'add_on' ? f.invoice_display_name === fee.key : f.fee_type === fee.feeType,
+      );
       if (found.length !== 1) throw new Mismatch(`${invoice.key}: expected one ${fee.key} fee, got ${JSON.stringify(body.fees)}`);
       const actual = found[0]!;
-      same(`${invoice.key} ${fee.key} fee`, { amount: d4(fee.amount), tax: d4(fee.tax) }, { amount: actual.amount_cents, tax: actual.taxes_amount_cents });
+      same(
+        `${invoice.key} ${fee.key} fee`,
+        { amount: d4(fee.amount), tax: d4(fee.tax) },
+        { amount: actual.amount_cents, tax: actual.taxes_amount_cents },
+      );
       ids.set(fee.key, actual.id);
     }
     return ids;
@@ -786,10 +918,13 @@ class ScenarioRun {
     const expected = this.model.invoices;
     same('invoices', expected.map((i) => i.invoiceType).sort(), actual.map((i) => i.invoice_type).sort());
     const known = new Set(this.ids.values());
-    const unmatched = actual.filter((i) => !known.has(i.id) && i.invoice_type === 'subscription').sort((a, b) => a.created_at.localeCompare(b.created_at));
+    const unmatched = actual
+      .filter((i) => !known.has(i.id) && i.invoice_type === 'subscription')
+      .sort((a, b) => a.created_at.localeCompare(b.created_at));
     for (const invoice of expected.filter((i) => !this.ids.has(i))) {
       const body = unmatched.shift();
-      if (invoice.invoiceType !== 'subscription' || !body) throw new Mismatch(`${invoice.key}: no ${invoice.invoiceType} invoice of the service matches it`);
+      if (invoice.invoiceType !== 'subscription' || !body)
+        throw new Mismatch(`${invoice.key}: no ${invoice.invoiceType} invoice of the service matches it`);
       this.ids.set(invoice, body.id);
     }
     same(
@@ -819,7 +954,12 @@ class ScenarioRun {
           credit_notes_amount_cents: d4(invoice.creditNotesAmount),
           prepaid_credit_amount: d4(invoice.prepaidCredit),
           total: d4(invoice.total),
-          applied_coupons: sorted(invoice.coupons.map((c) => ({ applied_coupon_id: this.id(this.appliedCoupon(c.appliedCouponKey)), amount_cents: d4(c.amount) }))),
+          applied_coupons: sorted(
+            invoice.coupons.map((c) => ({
+              applied_coupon_id: this.id(this.appliedCoupon(c.appliedCouponKey)),
+              amount_cents: d4(c.amount),
+            })),
+          ),
         },
         {
           status: body.status,
@@ -832,7 +972,9 @@ class ScenarioRun {
           credit_notes_amount_cents: body.credit_notes_amount_cents,
           prepaid_credit_amount: body.prepaid_credit_amount,
           total: body.total,
-          applied_coupons: sorted(body.applied_coupons.map((c) => ({ applied_coupon_id: c.applied_coupon_id, amount_cents: c.amount_cents }))),
+          applied_coupons: sorted(
+            body.applied_coupons.map((c) => ({ applied_coupon_id: c.applied_coupon_id, amount_cents: c.amount_cents })),
+          ),
         },
       );
     }
@@ -853,12 +995,19 @@ class ScenarioRun {
       const body = actual.find((w) => w.id === this.id(wallet))!;
       same(
         wallet.key,
-        { status: wallet.status, terminated_at: isoOrNull(wallet.terminatedAt), balance_cents: d4(wallet.balance), priority: wallet.priority },
+        {
+          status: wallet.status,
+          terminated_at: isoOrNull(wallet.terminatedAt),
+          balance_cents: d4(wallet.balance),
+          priority: wallet.priority,
+        },
         { status: body.status, terminated_at: body.terminated_at, balance_cents: body.balance_cents, priority: body.priority },
       );
       const credits = wallet.balance.div(wallet.rate.times(100));
       if (credits.minus(body.credits_balance).abs().greaterThan('0.0001')) {
-        throw new Mismatch(`${wallet.key} credits_balance: expected ${credits.toFixed(6)} (balance / (rate x 100)), got ${body.credits_balance}`);
+        throw new Mismatch(
+          `${wallet.key} credits_balance: expected ${credits.toFixed(6)} (balance / (rate x 100)), got ${body.credits_balance}`,
+        );
       }
     }
   }
@@ -874,7 +1023,9 @@ class ScenarioRun {
           status: note.status,
           credit_amount_cents: d4(note.credit),
           balance_amount_cents: d4(note.balance),
-          applications: sorted(note.applications.map((a) => ({ invoice_id: this.id(this.invoiceByKey(a.invoiceKey)), amount_cents: d4(a.amount) }))),
+          applications: sorted(
+            note.applications.map((a) => ({ invoice_id: this.id(this.invoiceByKey(a.invoiceKey)), amount_cents: d4(a.amount) })),
+          ),
         },
         {
           invoice_id: body.invoice_id,
@@ -925,15 +1076,28 @@ class ScenarioRun {
    */
   private async checkSettlements(): Promise<void> {
     for (const invoice of this.model.invoices) {
-      const actual = await this.ok<{ settlement_type: string; source_id: string; amount_cents: string }[]>('GET', `/v1/invoices/${this.id(invoice)}/settlements?limit=1000`);
+      const actual = await this.ok<{ settlement_type: string; source_id: string; amount_cents: string }[]>(
+        'GET',
+        `/v1/invoices/${this.id(invoice)}/settlements?limit=1000`,
+      );
       same(
         `${invoice.key} settlements`,
         sorted([
-          ...invoice.creditNotes.map((c) => ({ type: 'credit_note', source: this.id(this.creditNote(c.creditNoteKey)), amount: d4(c.amount) })),
+          ...invoice.creditNotes.map((c) => ({
+            type: 'credit_note',
+            source: this.id(this.creditNote(c.creditNoteKey)),
+            amount: d4(c.amount),
+          })),
           ...invoice.wallets.map((w) => ({ type: 'wallet_credit', source: this.id(this.wallet(w.walletKey)), amount: d4(w.amount) })),
           ...(invoice.payment?.greaterThan(0) ? [{ type: 'payment', source: null, amount: d4(invoice.payment) }] : []),
         ]),
-        sorted(actual.map((a) => ({ type: a.settlement_type, source: a.settlement_type === 'payment' ? null : a.source_id, amount: a.amount_cents }))),
+        sorted(
+          actual.map((a) => ({
+            type: a.settlement_type,
+            source: a.settlement_type === 'payment' ? null : a.source_id,
+            amount: a.amount_cents,
+          })),
+        ),
       );
     }
   }
@@ -952,7 +1116,13 @@ class ScenarioRun {
       const actual = await this.ok<WalletTransactionResource[]>('GET', `/v1/wallets/${this.id(wallet)}/transactions?limit=1000`);
       same(
         `${wallet.key} transactions`,
-        sorted(wallet.transactions.map((t) => ({ status: t.status, amount: d4(t.amount), invoice_id: t.invoiceKey === null ? null : this.id(this.invoiceByKey(t.invoiceKey)) }))),
+        sorted(
+          wallet.transactions.map((t) => ({
+            status: t.status,
+            amount: d4(t.amount),
+            invoice_id: t.invoiceKey === null ? null : this.id(this.invoiceByKey(t.invoiceKey)),
+          })),
+        ),
         sorted(actual.map((t) => ({ status: t.status, amount: t.amount, invoice_id: t.invoice_id }))),
       );
     }
@@ -994,7 +1164,13 @@ const property = fc.asyncProperty(scenarioArb, (scenario) => ScenarioRun.run(sce
 
 /** fast-check replays run `path` of the seed alone and shrinks it (for at most SHRINK_MS). */
 async function replay(path: string): Promise<void> {
-  await fc.assert(property, { seed: SEED, path, numRuns: 1, includeErrorInReport: true, plugins: [fc.interruptAfterTimeLimit(SHRINK_MS)] } as fc.Parameters<[Scenario]>);
+  await fc.assert(property, {
+    seed: SEED,
+    path,
+    numRuns: 1,
+    includeErrorInReport: true,
+    plugins: [fc.interruptAfterTimeLimit(SHRINK_MS)],
+  } as fc.Parameters<[Scenario]>);
 }
 
 describe('invoice finalization against the reference model', () => {

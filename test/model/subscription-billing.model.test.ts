@@ -31,7 +31,17 @@ const SHRINK_MS = 10 * 60_000;
 const ORG_TIMEZONE = 'Europe/Paris';
 // Whole and half-hour offsets on both sides of UTC, DST in both hemispheres, a 30-minute DST
 // shift, a midnight that does not exist (Santiago), and null for the organization's zone.
-const TIMEZONES = ['UTC', 'America/New_York', 'Asia/Tokyo', 'Australia/Lord_Howe', 'Asia/Kathmandu', 'America/Santiago', 'Pacific/Kiritimati', 'Pacific/Pago_Pago', null];
+const TIMEZONES = [
+  'UTC',
+  'America/New_York',
+  'Asia/Tokyo',
+  'Australia/Lord_Howe',
+  'Asia/Kathmandu',
+  'America/Santiago',
+  'Pacific/Kiritimati',
+  'Pacific/Pago_Pago',
+  null,
+];
 const ACTIONS: TerminationAction[] = ['generate_invoice', 'generate_credit_note', 'skip'];
 
 const actionArb = fc.option(fc.constantFrom(...ACTIONS), { nil: null });
@@ -40,7 +50,11 @@ const createArb: fc.Arbitrary<CreateSpec> = fc.record({
   plan: fc.constantFrom(...CATALOG.filter((p) => p.currency === 'USD').map((p) => p.key)),
   billingTime: fc.constantFrom('calendar' as const, 'anniversary' as const),
   payInAdvance: fc.boolean(),
-  trialDays: fc.oneof({ weight: 2, arbitrary: fc.constant(null) }, { weight: 3, arbitrary: fc.constant(0) }, { weight: 2, arbitrary: fc.integer({ min: 1, max: 40 }) }),
+  trialDays: fc.oneof(
+    { weight: 2, arbitrary: fc.constant(null) },
+    { weight: 3, arbitrary: fc.constant(0) },
+    { weight: 2, arbitrary: fc.integer({ min: 1, max: 40 }) },
+  ),
   timezone: fc.constantFrom(...TIMEZONES),
   start: fc.oneof(
     fc.record({
@@ -52,19 +66,21 @@ const createArb: fc.Arbitrary<CreateSpec> = fc.record({
       minute: fc.constantFrom(0, 30, 59),
     }),
     // Days around DST changes (New York, Santiago's missing midnight) and a leap day.
-    fc.record({
-      date: fc.constantFrom(
-        { year: 2030, month: 3, day: 9 },
-        { year: 2030, month: 11, day: 2 },
-        { year: 2030, month: 9, day: 7 },
-        { year: 2030, month: 9, day: 8 },
-        { year: 2030, month: 4, day: 6 },
-        { year: 2032, month: 2, day: 29 },
-        { year: 2031, month: 12, day: 31 },
-      ),
-      hour: fc.integer({ min: 0, max: 23 }),
-      minute: fc.constantFrom(0, 30),
-    }).map(({ date, hour, minute }) => ({ ...date, hour, minute })),
+    fc
+      .record({
+        date: fc.constantFrom(
+          { year: 2030, month: 3, day: 9 },
+          { year: 2030, month: 11, day: 2 },
+          { year: 2030, month: 9, day: 7 },
+          { year: 2030, month: 9, day: 8 },
+          { year: 2030, month: 4, day: 6 },
+          { year: 2032, month: 2, day: 29 },
+          { year: 2031, month: 12, day: 31 },
+        ),
+        hour: fc.integer({ min: 0, max: 23 }),
+        minute: fc.constantFrom(0, 30),
+      })
+      .map(({ date, hour, minute }) => ({ ...date, hour, minute })),
   ),
   startOffsetHours: fc.oneof(
     { weight: 6, arbitrary: fc.constant(0) },
@@ -77,7 +93,10 @@ const createArb: fc.Arbitrary<CreateSpec> = fc.record({
 const eventArb = fc.record({
   metric: fc.constantFrom('calls' as const, 'gb' as const),
   // The segment's first instant and the present are edges of their own.
-  position: fc.oneof(fc.constantFrom(0, 1), fc.integer({ min: 0, max: 1000 }).map((n) => n / 1000)),
+  position: fc.oneof(
+    fc.constantFrom(0, 1),
+    fc.integer({ min: 0, max: 1000 }).map((n) => n / 1000),
+  ),
   gb: fc.constantFrom('1', '2.5', '0.3333', '10', '0'),
 });
 
@@ -85,10 +104,36 @@ const eventArb = fc.record({
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ op: fc.constant('wait_hours' as const), hours: fc.integer({ min: 1, max: 36 }) }) },
   // At the boundary instant itself, or some hours into its first day (when usage can follow).
-  { weight: 4, arbitrary: fc.record({ op: fc.constant('wait_boundary' as const), hours: fc.oneof({ weight: 1, arbitrary: fc.constant(0) }, { weight: 2, arbitrary: fc.integer({ min: 1, max: 23 }) }) }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('wait_days' as const), days: fc.integer({ min: 1, max: 10 }), hour: fc.integer({ min: 0, max: 23 }) }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('wait_periods' as const), periods: fc.integer({ min: 2, max: 4 }), hours: fc.integer({ min: 0, max: 12 }) }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('wait_trial_end' as const), minutes: fc.oneof(fc.constant(0), fc.integer({ min: -180, max: 180 })) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      op: fc.constant('wait_boundary' as const),
+      hours: fc.oneof({ weight: 1, arbitrary: fc.constant(0) }, { weight: 2, arbitrary: fc.integer({ min: 1, max: 23 }) }),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('wait_days' as const),
+      days: fc.integer({ min: 1, max: 10 }),
+      hour: fc.integer({ min: 0, max: 23 }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('wait_periods' as const),
+      periods: fc.integer({ min: 2, max: 4 }),
+      hours: fc.integer({ min: 0, max: 12 }),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('wait_trial_end' as const),
+      minutes: fc.oneof(fc.constant(0), fc.integer({ min: -180, max: 180 })),
+    }),
+  },
   { weight: 6, arbitrary: fc.record({ op: fc.constant('events' as const), events: fc.array(eventArb, { minLength: 1, maxLength: 6 }) }) },
   { weight: 6, arbitrary: fc.record({ op: fc.constant('change' as const), plan: fc.nat({ max: 11 }) }) },
   { weight: 1, arbitrary: fc.constant({ op: 'change_currency' as const }) },
@@ -122,56 +167,153 @@ const REGRESSIONS: { name: string; scenario: Scenario }[] = [
     name: 'issue 12: a termination credit note is whole cents (10000 x 21/31 = 6774)',
     scenario: {
       create: { ...base, plan: 'm-max', trialDays: 0, payInAdvance: true, start: at(2031, 3, 1) },
-      steps: [{ op: 'wait_days', days: 9, hour: 12 }, { op: 'terminate', action: 'generate_credit_note' }],
+      steps: [
+        { op: 'wait_days', days: 9, hour: 12 },
+        { op: 'terminate', action: 'generate_credit_note' },
+      ],
     },
   },
   {
     name: 'issue 12: two upgrades in one day in advance, each credited and billed',
-    scenario: { create: { ...base, plan: 'm-free', payInAdvance: true, start: at(2030, 1, 10) }, steps: [{ op: 'wait_days', days: 10, hour: 8 }, { op: 'change', plan: 0 }, { op: 'wait_hours', hours: 7 }, { op: 'change', plan: 1 }] },
+    scenario: {
+      create: { ...base, plan: 'm-free', payInAdvance: true, start: at(2030, 1, 10) },
+      steps: [
+        { op: 'wait_days', days: 10, hour: 8 },
+        { op: 'change', plan: 0 },
+        { op: 'wait_hours', hours: 7 },
+        { op: 'change', plan: 1 },
+      ],
+    },
   },
   {
     name: 'edge: trial ending exactly on a boundary, in advance',
-    scenario: { create: { ...base, payInAdvance: true, trialDays: 31, start: at(2030, 1, 1) }, steps: [{ op: 'wait_boundary', hours: 0 }, { op: 'wait_boundary', hours: 3 }] },
+    scenario: {
+      create: { ...base, payInAdvance: true, trialDays: 31, start: at(2030, 1, 1) },
+      steps: [
+        { op: 'wait_boundary', hours: 0 },
+        { op: 'wait_boundary', hours: 3 },
+      ],
+    },
   },
   {
     name: 'edge: a weekly trial longer than the first period, in advance, with an upgrade inside it',
-    scenario: { create: { ...base, plan: 'w-basic', payInAdvance: true, trialDays: 10, start: at(2030, 1, 3, 15) }, steps: [{ op: 'wait_boundary', hours: 2 }, { op: 'change', plan: 1 }, { op: 'wait_trial_end', minutes: 30 }, { op: 'events', events: [{ metric: 'calls', position: 0.5, gb: '1' }] }, { op: 'wait_boundary', hours: 0 }] },
+    scenario: {
+      create: { ...base, plan: 'w-basic', payInAdvance: true, trialDays: 10, start: at(2030, 1, 3, 15) },
+      steps: [
+        { op: 'wait_boundary', hours: 2 },
+        { op: 'change', plan: 1 },
+        { op: 'wait_trial_end', minutes: 30 },
+        { op: 'events', events: [{ metric: 'calls', position: 0.5, gb: '1' }] },
+        { op: 'wait_boundary', hours: 0 },
+      ],
+    },
   },
   {
     name: 'edge: a downgrade during a trial that crosses the boundary, in advance',
-    scenario: { create: { ...base, plan: 'm-pro', payInAdvance: true, trialDays: 20, start: at(2030, 1, 20, 10) }, steps: [{ op: 'change', plan: 3 }, { op: 'wait_boundary', hours: 0 }, { op: 'wait_trial_end', minutes: 0 }, { op: 'wait_boundary', hours: 0 }] },
+    scenario: {
+      create: { ...base, plan: 'm-pro', payInAdvance: true, trialDays: 20, start: at(2030, 1, 20, 10) },
+      steps: [
+        { op: 'change', plan: 3 },
+        { op: 'wait_boundary', hours: 0 },
+        { op: 'wait_trial_end', minutes: 0 },
+        { op: 'wait_boundary', hours: 0 },
+      ],
+    },
   },
   {
     name: 'edge: a termination at the boundary instant, in advance, with a credit note',
-    scenario: { create: { ...base, payInAdvance: true, start: at(2030, 1, 10, 10) }, steps: [{ op: 'events', events: [{ metric: 'calls', position: 0.5, gb: '1' }] }, { op: 'wait_boundary', hours: 0 }, { op: 'terminate', action: 'generate_credit_note' }] },
+    scenario: {
+      create: { ...base, payInAdvance: true, start: at(2030, 1, 10, 10) },
+      steps: [
+        { op: 'events', events: [{ metric: 'calls', position: 0.5, gb: '1' }] },
+        { op: 'wait_boundary', hours: 0 },
+        { op: 'terminate', action: 'generate_credit_note' },
+      ],
+    },
   },
   {
     name: 'edge: a termination at the boundary instant, in arrear',
-    scenario: { create: { ...base, start: at(2030, 1, 10, 10) }, steps: [{ op: 'wait_hours', hours: 5 }, { op: 'events', events: [{ metric: 'calls', position: 0.5, gb: '1' }] }, { op: 'wait_boundary', hours: 0 }, { op: 'terminate', action: null }] },
+    scenario: {
+      create: { ...base, start: at(2030, 1, 10, 10) },
+      steps: [
+        { op: 'wait_hours', hours: 5 },
+        { op: 'events', events: [{ metric: 'calls', position: 0.5, gb: '1' }] },
+        { op: 'wait_boundary', hours: 0 },
+        { op: 'terminate', action: null },
+      ],
+    },
   },
   {
     name: 'edge: an upgrade right after a downgrade executed at a boundary, in advance',
-    scenario: { create: { ...base, plan: 'm-pro', payInAdvance: true, start: at(2030, 1, 10, 10) }, steps: [{ op: 'change', plan: 0 }, { op: 'wait_boundary', hours: 1 }, { op: 'change', plan: 1 }, { op: 'wait_boundary', hours: 0 }] },
+    scenario: {
+      create: { ...base, plan: 'm-pro', payInAdvance: true, start: at(2030, 1, 10, 10) },
+      steps: [
+        { op: 'change', plan: 0 },
+        { op: 'wait_boundary', hours: 1 },
+        { op: 'change', plan: 1 },
+        { op: 'wait_boundary', hours: 0 },
+      ],
+    },
   },
   {
     name: 'edge: a start 40 days back with a trial, in advance',
-    scenario: { create: { ...base, payInAdvance: true, trialDays: 7, start: at(2030, 3, 15, 12), startOffsetHours: -40 * 24 }, steps: [{ op: 'wait_boundary', hours: 0 }] },
+    scenario: {
+      create: { ...base, payInAdvance: true, trialDays: 7, start: at(2030, 3, 15, 12), startOffsetHours: -40 * 24 },
+      steps: [{ op: 'wait_boundary', hours: 0 }],
+    },
   },
   {
     name: 'edge: a pending subscription: its plan replaced and a cancel refused before its start, then its trial',
-    scenario: { create: { ...base, payInAdvance: true, trialDays: 3, start: at(2030, 3, 15, 12), startOffsetHours: 30 }, steps: [{ op: 'change', plan: 1 }, { op: 'cancel', action: null }, { op: 'wait_boundary', hours: 1 }, { op: 'wait_trial_end', minutes: 0 }, { op: 'wait_boundary', hours: 0 }] },
+    scenario: {
+      create: { ...base, payInAdvance: true, trialDays: 3, start: at(2030, 3, 15, 12), startOffsetHours: 30 },
+      steps: [
+        { op: 'change', plan: 1 },
+        { op: 'cancel', action: null },
+        { op: 'wait_boundary', hours: 1 },
+        { op: 'wait_trial_end', minutes: 0 },
+        { op: 'wait_boundary', hours: 0 },
+      ],
+    },
   },
   {
     name: 'edge: a pending subscription terminated',
-    scenario: { create: { ...base, start: at(2030, 3, 15, 12), startOffsetHours: 30 }, steps: [{ op: 'terminate', action: null }, { op: 'wait_boundary', hours: 1 }] },
+    scenario: {
+      create: { ...base, start: at(2030, 3, 15, 12), startOffsetHours: 30 },
+      steps: [
+        { op: 'terminate', action: null },
+        { op: 'wait_boundary', hours: 1 },
+      ],
+    },
   },
   {
     name: 'edge: a weekly anniversary in Santiago across the missing midnight',
-    scenario: { create: { ...base, plan: 'w-pro', billingTime: 'anniversary', timezone: 'America/Santiago', payInAdvance: true, start: at(2030, 9, 1, 0, 30) }, steps: [{ op: 'wait_days', days: 6, hour: 12 }, { op: 'change', plan: 1 }, { op: 'wait_boundary', hours: 0 }, { op: 'wait_days', days: 1, hour: 0 }, { op: 'terminate', action: 'generate_credit_note' }] },
+    scenario: {
+      create: {
+        ...base,
+        plan: 'w-pro',
+        billingTime: 'anniversary',
+        timezone: 'America/Santiago',
+        payInAdvance: true,
+        start: at(2030, 9, 1, 0, 30),
+      },
+      steps: [
+        { op: 'wait_days', days: 6, hour: 12 },
+        { op: 'change', plan: 1 },
+        { op: 'wait_boundary', hours: 0 },
+        { op: 'wait_days', days: 1, hour: 0 },
+        { op: 'terminate', action: 'generate_credit_note' },
+      ],
+    },
   },
   {
     name: 'bug: a termination inside the trial, on the day it would have ended, bills nothing',
-    scenario: { create: { ...base, trialDays: 10, start: at(2030, 1, 5, 18) }, steps: [{ op: 'wait_trial_end', minutes: -120 }, { op: 'terminate', action: 'generate_invoice' }] },
+    scenario: {
+      create: { ...base, trialDays: 10, start: at(2030, 1, 5, 18) },
+      steps: [
+        { op: 'wait_trial_end', minutes: -120 },
+        { op: 'terminate', action: 'generate_invoice' },
+      ],
+    },
   },
 ];
 
@@ -185,7 +327,12 @@ beforeAll(async () => {
   // A 500 is logged with its cause (the answer only carries a request id).
   stack = await createTestStack({ logLevel: 'error' });
   worker = await startStackWorker(stack);
-  const org = await createOrganization(stack.app, { name: 'Model', default_currency: 'USD', timezone: ORG_TIMEZONE, events_rate_limit_per_minute: 1_000_000 });
+  const org = await createOrganization(stack.app, {
+    name: 'Model',
+    default_currency: 'USD',
+    timezone: ORG_TIMEZONE,
+    events_rate_limit_per_minute: 1_000_000,
+  });
   ctx = {
     app: stack.app,
     headers: org.headers,
@@ -259,13 +406,18 @@ describe('subscription billing against its reference model', () => {
       if (failure) {
         // The same run through fc.assert: its seed and path give the same scenario.
         await shrink(String(failure.index));
-        throw new Error(`seed ${SEED}, run ${failure.index} failed but passed when replayed (FC_SEED=${SEED} FC_PATH=${failure.index}):\n${String(failure.error)}`);
+        throw new Error(
+          `seed ${SEED}, run ${failure.index} failed but passed when replayed (FC_SEED=${SEED} FC_PATH=${failure.index}):\n${String(failure.error)}`,
+        );
       }
       console.log(
         `model: ${RUNS} runs in ${seconds.toFixed(1)} s (${((seconds / RUNS) * 1000).toFixed(0)} ms a run, ${CONCURRENCY} at once; ` +
           `${((user + system) / 1e6).toFixed(1)} s of CPU in this process), seed ${SEED}; ` +
           `${totals.invoices} invoices, ${totals.fees} fees, ${totals.creditNotes} credit notes compared\n` +
-          `runs per situation: ${[...situations].sort().map(([name, runs]) => `${name} ${runs}`).join('; ')}`,
+          `runs per situation: ${[...situations]
+            .sort()
+            .map(([name, runs]) => `${name} ${runs}`)
+            .join('; ')}`,
       );
     },
     Math.max(30 * 60_000, RUNS * 3_000) + SHRINK_MS,
@@ -277,6 +429,17 @@ describe('subscription billing against its reference model', () => {
 
   it('generates every kind of step (a check of the generators, not of the service)', () => {
     const kinds = new Set(fc.sample(scenarioArb, { seed: SEED, numRuns: 200 }).flatMap((s) => s.steps.map((step) => step.op)));
-    expect([...kinds].sort()).toEqual(['cancel', 'change', 'change_currency', 'events', 'terminate', 'wait_boundary', 'wait_days', 'wait_hours', 'wait_periods', 'wait_trial_end']);
+    expect([...kinds].sort()).toEqual([
+      'cancel',
+      'change',
+      'change_currency',
+      'events',
+      'terminate',
+      'wait_boundary',
+      'wait_days',
+      'wait_hours',
+      'wait_periods',
+      'wait_trial_end',
+    ]);
   });
 });

@@ -51,22 +51,34 @@ const usd = (key: string, interval: Interval, amountCents: number, trialDays: nu
  */
 export const CATALOG: readonly ModelPlan[] = [
   usd('w-basic', 'weekly', 700, 0, [{ metric: 'calls', amount: '1' }]),
-  usd('w-pro', 'weekly', 1400, 0, [{ metric: 'calls', amount: '2' }, { metric: 'gb', amount: '0.5' }]),
+  usd('w-pro', 'weekly', 1400, 0, [
+    { metric: 'calls', amount: '2' },
+    { metric: 'gb', amount: '0.5' },
+  ]),
   usd('w-alt', 'weekly', 700, 0, [{ metric: 'calls', amount: '3' }]),
   usd('w-lite', 'weekly', 333, 3, [{ metric: 'calls', amount: '0.25' }]),
   usd('w-max', 'weekly', 2999, 10, [{ metric: 'gb', amount: '1.3333' }]),
   usd('m-basic', 'monthly', 3100, 0, [{ metric: 'calls', amount: '1' }]),
-  usd('m-pro', 'monthly', 6200, 0, [{ metric: 'calls', amount: '2' }, { metric: 'gb', amount: '1.5' }]),
+  usd('m-pro', 'monthly', 6200, 0, [
+    { metric: 'calls', amount: '2' },
+    { metric: 'gb', amount: '1.5' },
+  ]),
   usd('m-alt', 'monthly', 3100, 0, [{ metric: 'calls', amount: '0.5' }]),
   usd('m-lite', 'monthly', 999, 14, [{ metric: 'calls', amount: '1' }]),
   usd('m-max', 'monthly', 10000, 31, [{ metric: 'gb', amount: '2.25' }]),
   usd('m-free', 'monthly', 0, 0, [{ metric: 'calls', amount: '5' }]),
   usd('q-basic', 'quarterly', 9000, 0, [{ metric: 'calls', amount: '1' }]),
-  usd('q-pro', 'quarterly', 12345, 0, [{ metric: 'calls', amount: '2' }, { metric: 'gb', amount: '0.75' }]),
+  usd('q-pro', 'quarterly', 12345, 0, [
+    { metric: 'calls', amount: '2' },
+    { metric: 'gb', amount: '0.75' },
+  ]),
   usd('q-alt', 'quarterly', 9000, 0, [{ metric: 'gb', amount: '1' }]),
   usd('q-lite', 'quarterly', 4501, 30, [{ metric: 'calls', amount: '1' }]),
   usd('y-basic', 'yearly', 120000, 0, [{ metric: 'calls', amount: '1' }]),
-  usd('y-pro', 'yearly', 365001, 0, [{ metric: 'calls', amount: '2' }, { metric: 'gb', amount: '3' }]),
+  usd('y-pro', 'yearly', 365001, 0, [
+    { metric: 'calls', amount: '2' },
+    { metric: 'gb', amount: '3' },
+  ]),
   usd('y-alt', 'yearly', 120000, 0, [{ metric: 'calls', amount: '0.1' }]),
   usd('y-lite', 'yearly', 99999, 60, [{ metric: 'calls', amount: '1' }]),
   ...(['weekly', 'monthly', 'quarterly', 'yearly'] as const).map((interval): ModelPlan => ({
@@ -148,8 +160,15 @@ export async function createCatalog(app: FastifyInstance, headers: Headers): Pro
     return res.json<T>();
   };
   const metrics = new Map<MetricCode, string>();
-  metrics.set('calls', (await request<BillableMetricResource>('/v1/billable_metrics', { code: 'calls', name: 'Calls', aggregation_type: 'count' })).id);
-  metrics.set('gb', (await request<BillableMetricResource>('/v1/billable_metrics', { code: 'gb', name: 'GB', aggregation_type: 'sum', field_name: 'gb' })).id);
+  metrics.set(
+    'calls',
+    (await request<BillableMetricResource>('/v1/billable_metrics', { code: 'calls', name: 'Calls', aggregation_type: 'count' })).id,
+  );
+  metrics.set(
+    'gb',
+    (await request<BillableMetricResource>('/v1/billable_metrics', { code: 'gb', name: 'GB', aggregation_type: 'sum', field_name: 'gb' }))
+      .id,
+  );
   const planIds = new Map<string, string>();
   const chargeMetrics = new Map<string, MetricCode>();
   for (const plan of CATALOG) {
@@ -160,7 +179,11 @@ export async function createCatalog(app: FastifyInstance, headers: Headers): Pro
       amount_cents: plan.amountCents,
       currency: plan.currency,
       trial_period_days: plan.trialDays,
-      charges: plan.charges.map((c) => ({ billable_metric_id: metrics.get(c.metric)!, charge_model: 'standard', properties: { amount: c.amount } })),
+      charges: plan.charges.map((c) => ({
+        billable_metric_id: metrics.get(c.metric)!,
+        charge_model: 'standard',
+        properties: { amount: c.amount },
+      })),
     });
     planIds.set(plan.key, created.id);
     for (const charge of created.charges) {
@@ -225,7 +248,12 @@ class ScenarioRun {
 
   stats(): ScenarioStats {
     const m = this.model;
-    return { invoices: m.invoices.length, fees: m.invoices.reduce((n, inv) => n + inv.fees.length, 0), creditNotes: m.creditNotes.length, situations: m.situations };
+    return {
+      invoices: m.invoices.length,
+      fees: m.invoices.reduce((n, inv) => n + inv.fees.length, 0),
+      creditNotes: m.creditNotes.length,
+      situations: m.situations,
+    };
   }
 
   /** One API request; a 503 (the API shedding load on a busy machine) is retried, as a client would. */
@@ -322,10 +350,20 @@ class ScenarioRun {
         await this.changePlan(eurPlanOf(this.model.plan.interval), label);
         break;
       case 'cancel':
-        await this.command(`${label} cancel (${step.action ?? 'default'})`, 'POST', `/v1/subscriptions/${this.subscriptionId}/cancel${query(step.action)}`, this.model.cancel(step.action ?? undefined, this.now));
+        await this.command(
+          `${label} cancel (${step.action ?? 'default'})`,
+          'POST',
+          `/v1/subscriptions/${this.subscriptionId}/cancel${query(step.action)}`,
+          this.model.cancel(step.action ?? undefined, this.now),
+        );
         break;
       case 'terminate':
-        await this.command(`${label} terminate (${step.action ?? 'default'})`, 'DELETE', `/v1/subscriptions/${this.subscriptionId}${query(step.action)}`, this.model.terminate(step.action ?? undefined, this.now));
+        await this.command(
+          `${label} terminate (${step.action ?? 'default'})`,
+          'DELETE',
+          `/v1/subscriptions/${this.subscriptionId}${query(step.action)}`,
+          this.model.terminate(step.action ?? undefined, this.now),
+        );
         break;
     }
     await this.compare(label);
@@ -358,7 +396,10 @@ class ScenarioRun {
     this.trace.push(`${label}: advance to ${iso(to)} (${localDate(to, this.zone)} local)`);
     const res = await this.request('POST', `/v1/test_clocks/${this.clockId}/advance`, { frozen_time: iso(to) });
     if (res.statusCode !== 202) this.fail(`advance answered ${res.statusCode}: ${res.body}`);
-    await this.until(`the clock ready at ${iso(to)}`, async () => (await this.ok<TestClockResource>('GET', `/v1/test_clocks/${this.clockId}`, 200)).status === 'ready');
+    await this.until(
+      `the clock ready at ${iso(to)}`,
+      async () => (await this.ok<TestClockResource>('GET', `/v1/test_clocks/${this.clockId}`, 200)).status === 'ready',
+    );
     this.now = to;
     this.model.advanceTo(to);
   }
@@ -391,13 +432,22 @@ class ScenarioRun {
 
   private async changePlan(plan: ModelPlan, label: string): Promise<void> {
     const expected = this.model.changePlan(plan, this.now);
-    await this.command(`${label} change to ${plan.key}`, 'PUT', `/v1/subscriptions/${this.subscriptionId}`, expected, { plan_id: this.ctx.planIds.get(plan.key) });
+    await this.command(`${label} change to ${plan.key}`, 'PUT', `/v1/subscriptions/${this.subscriptionId}`, expected, {
+      plan_id: this.ctx.planIds.get(plan.key),
+    });
   }
 
-  private async command(label: string, method: 'POST' | 'PUT' | 'DELETE', url: string, expected: CommandOutcome, payload?: object): Promise<void> {
+  private async command(
+    label: string,
+    method: 'POST' | 'PUT' | 'DELETE',
+    url: string,
+    expected: CommandOutcome,
+    payload?: object,
+  ): Promise<void> {
     this.trace.push(`${label} at ${iso(this.now)}: expect ${expected}`);
     const res = await this.request(method, url, payload);
-    if (res.statusCode !== expected) this.fail(`${label}: ${method} ${url} answered ${res.statusCode}, the model expects ${expected}: ${res.body}`);
+    if (res.statusCode !== expected)
+      this.fail(`${label}: ${method} ${url} answered ${res.statusCode}, the model expects ${expected}: ${res.body}`);
   }
 
   // ---- comparison ---------------------------------------------------------------------------
@@ -477,7 +527,12 @@ class ScenarioRun {
     };
   }
 
-  private actualView(invoices: InvoiceResource[], fees: FeeResource[], notes: CreditNoteResource[], subscription: SubscriptionResource): View {
+  private actualView(
+    invoices: InvoiceResource[],
+    fees: FeeResource[],
+    notes: CreditNoteResource[],
+    subscription: SubscriptionResource,
+  ): View {
     const ordered = [...invoices].sort((a, b) => a.number.localeCompare(b.number));
     const indexOf = new Map(ordered.map((inv, i) => [inv.id, i]));
     const feeOwner = new Map(fees.map((f) => [f.id, f]));
@@ -600,7 +655,8 @@ export function lineDiff(expected: string, actual: string): string | null {
   const b = actual.split('\n');
   const lcs: number[][] = Array.from({ length: a.length + 1 }, () => new Array<number>(b.length + 1).fill(0));
   for (let i = a.length - 1; i >= 0; i--) {
-    for (let j = b.length - 1; j >= 0; j--) lcs[i]![j] = a[i] === b[j] ? lcs[i + 1]![j + 1]! + 1 : Math.max(lcs[i + 1]![j]!, lcs[i]![j + 1]!);
+    for (let j = b.length - 1; j >= 0; j--)
+      lcs[i]![j] = a[i] === b[j] ? lcs[i + 1]![j + 1]! + 1 : Math.max(lcs[i + 1]![j]!, lcs[i]![j + 1]!);
   }
   const lines: { mark: ' ' | '-' | '+'; text: string }[] = [];
   let i = 0;

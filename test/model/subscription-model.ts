@@ -365,7 +365,9 @@ export class SubscriptionModel {
     const changeDay = Math.max(dayStart(localDate(now, this.zone), this.zone), this.segmentFrom);
     this.note(now, `upgrade ${this.plan.key} -> ${target.key} from ${new Date(changeDay).toISOString()}`);
     const today = localDate(now, this.zone);
-    this.situations.add(`upgrade ${this.setup.payInAdvance ? 'in advance' : 'in arrear'}${yearly(target) === yearly(this.plan) ? ' to an equal amount' : ''}`);
+    this.situations.add(
+      `upgrade ${this.setup.payInAdvance ? 'in advance' : 'in arrear'}${yearly(target) === yearly(this.plan) ? ' to an equal amount' : ''}`,
+    );
     if (changeDay === this.segmentFrom) this.situations.add("upgrade on its segment's first day");
     if (this.lastUpgradeDate === today) this.situations.add('two upgrades in one day');
     if (this.trialEnd !== null && this.trialEnd > now) this.situations.add('upgrade in the trial');
@@ -410,7 +412,9 @@ export class SubscriptionModel {
     if (this.isOver) return this.refused(400);
     const chosen = action ?? this.onTerminationAction;
     this.note(now, `terminate (${chosen})`);
-    this.situations.add(`termination (${chosen}, ${this.status === 'pending' ? 'pending' : this.setup.payInAdvance ? 'in advance' : 'in arrear'})`);
+    this.situations.add(
+      `termination (${chosen}, ${this.status === 'pending' ? 'pending' : this.setup.payInAdvance ? 'in advance' : 'in arrear'})`,
+    );
     if (this.status === 'pending') {
       this.end(now, chosen);
       return 200;
@@ -424,7 +428,8 @@ export class SubscriptionModel {
       const lines = this.segmentLines(this.plan, this.segmentFrom, billedUntil, now, !this.setup.payInAdvance);
       if (lines && lines.length > 0) this.issue(now, this.segmentFrom, billedUntil, lines);
     }
-    if (chosen === 'generate_credit_note' && this.setup.payInAdvance && this.advanceFee) this.creditUnused(billedUntil, now, 'order_cancellation');
+    if (chosen === 'generate_credit_note' && this.setup.payInAdvance && this.advanceFee)
+      this.creditUnused(billedUntil, now, 'order_cancellation');
     this.end(now, chosen);
     return 200;
   }
@@ -520,7 +525,15 @@ export class SubscriptionModel {
     if (amount.lessThanOrEqualTo(0)) return;
     this.situations.add(`credit note (${reason})`);
     fee.credited = fee.credited.plus(amount);
-    this.creditNotes.push({ at, invoice: this.advanceFee.invoice, fee: this.advanceFee.fee, reason, amount, balance: amount, applications: [] });
+    this.creditNotes.push({
+      at,
+      invoice: this.advanceFee.invoice,
+      fee: this.advanceFee.fee,
+      reason,
+      amount,
+      balance: amount,
+      applications: [],
+    });
     this.note(at, `credit note ${amount.toFixed(0)} (${reason}, ${days} days) on invoice #${this.advanceFee.invoice}`);
   }
 
@@ -546,8 +559,21 @@ export class SubscriptionModel {
     const total = subtotal.minus(credits);
     if (fees.some((f) => f.type === 'charge')) this.situations.add('usage billed');
     if (total.isZero()) this.situations.add('invoice of zero');
-    this.invoices.push({ at, from, to, fees, feesAmount, subtotal, creditNotesAmount: credits, total, status: total.lessThanOrEqualTo(0) ? 'paid' : 'finalized' });
-    this.note(at, `invoice #${index} ${this.span(from, to)}: ${fees.map((f) => `${f.metric ?? f.type} ${f.amount.toFixed(4)}`).join(', ') || 'no fee'}; total ${total.toFixed(0)}`);
+    this.invoices.push({
+      at,
+      from,
+      to,
+      fees,
+      feesAmount,
+      subtotal,
+      creditNotesAmount: credits,
+      total,
+      status: total.lessThanOrEqualTo(0) ? 'paid' : 'finalized',
+    });
+    this.note(
+      at,
+      `invoice #${index} ${this.span(from, to)}: ${fees.map((f) => `${f.metric ?? f.type} ${f.amount.toFixed(4)}`).join(', ') || 'no fee'}; total ${total.toFixed(0)}`,
+    );
     return index;
   }
 

@@ -62,7 +62,17 @@ export async function insertPlan(
 
 export async function insertSubscription(
   db: Db,
-  s: { organizationId: string; customerId: string; externalCustomerId: string; planId: string; startedAt: Date; externalId?: string; status?: SubscriptionStatus; billingTime?: 'calendar' | 'anniversary'; timezone?: string },
+  s: {
+    organizationId: string;
+    customerId: string;
+    externalCustomerId: string;
+    planId: string;
+    startedAt: Date;
+    externalId?: string;
+    status?: SubscriptionStatus;
+    billingTime?: 'calendar' | 'anniversary';
+    timezone?: string;
+  },
 ): Promise<string> {
   const doc = await db.models.Subscription.create({
     organization_id: s.organizationId,

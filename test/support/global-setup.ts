@@ -22,9 +22,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const started: RunningServer[] = [];
   const [mongo, temporal] = await Promise.all([
     process.env.TEST_MONGODB_URL ? { address: process.env.TEST_MONGODB_URL, stop: async () => {} } : startMongoStandIn(),
-    process.env.TEST_TEMPORAL_ADDRESS
-      ? { address: process.env.TEST_TEMPORAL_ADDRESS, stop: async () => {} }
-      : startTemporalDevServer(),
+    process.env.TEST_TEMPORAL_ADDRESS ? { address: process.env.TEST_TEMPORAL_ADDRESS, stop: async () => {} } : startTemporalDevServer(),
   ]);
   started.push(mongo, temporal);
   project.provide('mongoUrl', mongo.address);

@@ -94,10 +94,21 @@ export async function startTemporalDevServer(): Promise<RunningServer> {
   requireFile(paths.temporalCli, 'temporal CLI');
   const port = await freePort();
   const args = [
-    'server', 'start-dev', '--headless', '--ip', '127.0.0.1', '--port', String(port), '--log-level', 'error',
-    '--dynamic-config-value', 'frontend.enableUpdateWorkflowExecution=true',
-    '--dynamic-config-value', 'frontend.enableUpdateWorkflowExecutionAsyncAccepted=true',
-    '--dynamic-config-value', 'frontend.enableExecuteMultiOperation=true',
+    'server',
+    'start-dev',
+    '--headless',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '--log-level',
+    'error',
+    '--dynamic-config-value',
+    'frontend.enableUpdateWorkflowExecution=true',
+    '--dynamic-config-value',
+    'frontend.enableUpdateWorkflowExecutionAsyncAccepted=true',
+    '--dynamic-config-value',
+    'frontend.enableExecuteMultiOperation=true',
     ...SEARCH_ATTRIBUTES.flatMap((name) => ['--search-attribute', `${name}=Keyword`]),
   ];
   const { child, log } = spawnServer(paths.temporalCli, args);

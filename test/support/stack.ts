@@ -26,7 +26,9 @@ export interface TestStack {
 }
 
 /** `logLevel`: the API's log level (default: silent), e.g. 'error' to see the cause of a 500. */
-export async function createTestStack(options: { signupToken?: string; now?: () => Date; logLevel?: 'error' | 'warn' | 'info' } = {}): Promise<TestStack> {
+export async function createTestStack(
+  options: { signupToken?: string; now?: () => Date; logLevel?: 'error' | 'warn' | 'info' } = {},
+): Promise<TestStack> {
   const db = await createTestDb();
   const taskQueue = `test-${randomUUID()}`;
   const temporal = await connectTemporal({ address: inject('temporalAddress'), namespace: 'default', taskQueue });

@@ -28,7 +28,12 @@ export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> 
  * clock while an activity runs, so advancing it while an activity completion is still in flight
  * could jump over that activity to its timeout.
  */
-export async function waitForTimers(env: TestWorkflowEnvironment, workflowId: string, count: number, timeoutMs = 30_000): Promise<'timer' | 'closed'> {
+export async function waitForTimers(
+  env: TestWorkflowEnvironment,
+  workflowId: string,
+  count: number,
+  timeoutMs = 30_000,
+): Promise<'timer' | 'closed'> {
   const handle = env.client.workflow.getHandle(workflowId);
   const deadline = Date.now() + timeoutMs;
   for (;;) {

@@ -53,7 +53,9 @@ async function withWorker<T>(fn: () => Promise<T>): Promise<T> {
 /** Runs a worker until every given delivery workflow has ended, and returns their results. */
 function deliver(deliveryIds: string[]): Promise<WebhookDeliveryResult[]> {
   return withWorker(() =>
-    Promise.all(deliveryIds.map((id) => stack.temporal.client.workflow.getHandle(workflowIds.webhook(id)).result() as Promise<WebhookDeliveryResult>)),
+    Promise.all(
+      deliveryIds.map((id) => stack.temporal.client.workflow.getHandle(workflowIds.webhook(id)).result() as Promise<WebhookDeliveryResult>),
+    ),
   );
 }
 
@@ -93,9 +95,11 @@ async function listExecutions(query: string, expected: number): Promise<{ workfl
   };
   // Visibility is eventually consistent: wait until it shows at least what is expected, then
   // look once more so that a late extra execution is caught too.
-  await eventually(async () => ((await collect()).length >= expected ? true : undefined), 10_000, `${expected} execution(s) for ${query}`).catch(
-    () => undefined,
-  );
+  await eventually(
+    async () => ((await collect()).length >= expected ? true : undefined),
+    10_000,
+    `${expected} execution(s) for ${query}`,
+  ).catch(() => undefined);
   await sleep(300);
   return collect();
 }
@@ -114,7 +118,9 @@ describe('emitEvent: idempotent on the idempotency key', () => {
 
     const first = await emitEvent(deps, input);
     expect(first.eventId).toMatch(UUID);
-    expect([...first.deliveryIds].sort()).toEqual([deliveryIdFor(first.eventId, all.id), deliveryIdFor(first.eventId, subscribed.id)].sort());
+    expect([...first.deliveryIds].sort()).toEqual(
+      [deliveryIdFor(first.eventId, all.id), deliveryIdFor(first.eventId, subscribed.id)].sort(),
+    );
     const runIds = new Map<string, string>();
     for (const id of first.deliveryIds) {
       const description = await describeDelivery(id);
@@ -133,7 +139,8 @@ describe('emitEvent: idempotent on the idempotency key', () => {
     expect(await Webhook.countDocuments({ event_id: first.eventId })).toBe(2);
     expect(await Webhook.countDocuments({ organization_id: org })).toBe(2);
     for (const ep of [all, subscribed]) expect(await Webhook.countDocuments({ webhook_endpoint_id: ep.id }), ep.path).toBe(1);
-    for (const ep of [otherTypes, inactive, deleted, foreign]) expect(await Webhook.countDocuments({ webhook_endpoint_id: ep.id }), ep.path).toBe(0);
+    for (const ep of [otherTypes, inactive, deleted, foreign])
+      expect(await Webhook.countDocuments({ webhook_endpoint_id: ep.id }), ep.path).toBe(0);
     expect(await LifecycleEvent.countDocuments({ organization_id: otherOrg })).toBe(0);
     expect(await Webhook.countDocuments({ organization_id: otherOrg })).toBe(0);
 
@@ -159,7 +166,12 @@ describe('emitEvent: idempotent on the idempotency key', () => {
     for (const ep of [all, subscribed]) {
       const [request] = receiver.requests(ep.path);
       expect(request!.headers['x-billing-event-id']).toBe(first.eventId);
-      expect(JSON.parse(request!.body)).toMatchObject({ id: first.eventId, type: 'invoice.finalized', organization_id: org, data: { object: input.object } });
+      expect(JSON.parse(request!.body)).toMatchObject({
+        id: first.eventId,
+        type: 'invoice.finalized',
+        organization_id: org,
+        data: { object: input.object },
+      });
     }
   });
 
@@ -212,7 +224,10 @@ describe('emitEvent: idempotent on the idempotency key', () => {
     await deliver(first.deliveryIds);
     const requests = receiver.requests(ep.path);
     expect(requests).toHaveLength(1);
-    expect(JSON.parse(requests[0]!.body)).toMatchObject({ created_at: '2026-11-21T10:00:00.000Z', data: { object: { status: 'finalized' } } });
+    expect(JSON.parse(requests[0]!.body)).toMatchObject({
+      created_at: '2026-11-21T10:00:00.000Z',
+      data: { object: { status: 'finalized' } },
+    });
   });
 
   it('concurrent emissions of one event (a retry overlapping a timed-out attempt) still record one of each', async () => {
@@ -311,6 +326,10 @@ describe('emitLifecycleEvent activity', () => {
     await withWorker(() => sleep(1000));
     expect(receiver.requests(ep.path)).toHaveLength(1);
     expect(receiver.requests(quiet.path)).toHaveLength(0);
-    expect(JSON.parse(receiver.requests(ep.path)[0]!.body)).toMatchObject({ id: first.eventId, type: 'subscription.started', created_at: input.occurredAt });
+    expect(JSON.parse(receiver.requests(ep.path)[0]!.body)).toMatchObject({
+      id: first.eventId,
+      type: 'subscription.started',
+      created_at: input.occurredAt,
+    });
   });
 });

@@ -28,7 +28,12 @@ const taskQueue = `invoices-${randomUUID()}`;
 beforeAll(async () => {
   [env, bundle, db] = await Promise.all([createTimeSkippingEnv(), bundleWorkflows(), createTestDb()]);
   temporal = wrapClient(env.client, taskQueue);
-  worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: bundle, activities: createActivities({ db, temporal }) });
+  worker = await Worker.create({
+    connection: env.nativeConnection,
+    taskQueue,
+    workflowBundle: bundle,
+    activities: createActivities({ db, temporal }),
+  });
   running = worker.run();
 });
 
@@ -48,21 +53,31 @@ async function setup(org: { invoice_grace_period: number; net_payment_term: numb
     events_rate_limit_per_minute: 1000,
     ...org,
   });
-  const customer = await db.models.Customer.create({ organization_id: organization._id, external_id: `c-${randomUUID()}`, currency: 'USD' });
+  const customer = await db.models.Customer.create({
+    organization_id: organization._id,
+    external_id: `c-${randomUUID()}`,
+    currency: 'USD',
+  });
   return { organization, customer };
 }
 
 async function draft(org: { _id: string }, customer: { _id: string }, amount: string) {
   const at = new Date(await env.currentTimeMs());
-  const invoice = await createInvoice(db, { models: db.models, temporal }, {
-    organizationId: org._id,
-    customerId: customer._id,
-    invoiceType: 'one_off',
-    currency: 'USD',
-    idempotencyKey: `test/${randomUUID()}`,
-    fees: [{ key: 'line/000', fee_type: 'add_on', amount_cents: dec(amount), units: dec(1), events_count: 0, unit_amount_cents: dec(amount) }],
-    at,
-  });
+  const invoice = await createInvoice(
+    db,
+    { models: db.models, temporal },
+    {
+      organizationId: org._id,
+      customerId: customer._id,
+      invoiceType: 'one_off',
+      currency: 'USD',
+      idempotencyKey: `test/${randomUUID()}`,
+      fees: [
+        { key: 'line/000', fee_type: 'add_on', amount_cents: dec(amount), units: dec(1), events_count: 0, unit_amount_cents: dec(amount) },
+      ],
+      at,
+    },
+  );
   return { invoice, at, handle: env.client.workflow.getHandle(workflowIds.invoice(invoice._id)) };
 }
 
@@ -81,10 +96,14 @@ describe('invoiceWorkflow', () => {
     await env.sleep(3 * 86_400_000 - 60_000);
     expect((await reload(invoice._id)).status).toBe('draft'); // one minute before the grace period ends
     await env.sleep(60_000);
-    const finalized = await eventually(async () => {
-      const i = await reload(invoice._id);
-      return i.status === 'finalized' ? i : undefined;
-    }, 20_000, 'finalization');
+    const finalized = await eventually(
+      async () => {
+        const i = await reload(invoice._id);
+        return i.status === 'finalized' ? i : undefined;
+      },
+      20_000,
+      'finalization',
+    );
     const graceEnd = DateTime.fromJSDate(new Date(at.getTime() + 3 * 86_400_000), { zone: 'America/New_York' });
     expect(finalized.issuing_date).toBe(graceEnd.toISODate());
     expect(finalized.payment_due_date).toBe(graceEnd.plus({ days: 15 }).toISODate());
@@ -98,10 +117,14 @@ describe('invoiceWorkflow', () => {
     expect((await reload(invoice._id)).payment_overdue).toBe(false);
     await env.sleep(60_000);
     await eventually(async () => ((await reload(invoice._id)).payment_overdue ? true : undefined), 20_000, 'payment_overdue');
-    const events = await eventually(async () => {
-      const all = await db.models.LifecycleEvent.find({ organization_id: organization._id }).lean();
-      return all.length === 3 ? all : undefined;
-    }, 20_000, 'three lifecycle events');
+    const events = await eventually(
+      async () => {
+        const all = await db.models.LifecycleEvent.find({ organization_id: organization._id }).lean();
+        return all.length === 3 ? all : undefined;
+      },
+      20_000,
+      'three lifecycle events',
+    );
     expect(events.map((e) => e.type).sort()).toEqual(['invoice.created', 'invoice.finalized', 'invoice.payment_overdue']);
     expect(events.find((e) => e.type === 'invoice.payment_overdue')?.occurred_at.getTime()).toBe(overdueAt);
 
@@ -126,14 +149,20 @@ describe('invoiceWorkflow', () => {
   it('allows finalize, delete only on drafts and pay, void only on finalized invoices', async () => {
     const { organization, customer } = await setup({ invoice_grace_period: 30, net_payment_term: 30, timezone: 'UTC' });
     const refused = async (p: Promise<unknown>) => {
-      const err = await p.then(() => null, (e: unknown) => e);
+      const err = await p.then(
+        () => null,
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(WorkflowUpdateFailedError);
       expect((err as WorkflowUpdateFailedError).cause).toMatchObject({ type: 'InvalidTransition' });
     };
     const a = await draft(organization, customer, '500');
     await refused(a.handle.executeUpdate(payInvoiceUpdate));
     await refused(a.handle.executeUpdate(voidInvoiceUpdate));
-    expect(await a.handle.executeUpdate(finalizeInvoiceUpdate)).toMatchObject({ status: 'finalized', number: `${organization.document_number_prefix}-000001` });
+    expect(await a.handle.executeUpdate(finalizeInvoiceUpdate)).toMatchObject({
+      status: 'finalized',
+      number: `${organization.document_number_prefix}-000001`,
+    });
     await refused(a.handle.executeUpdate(finalizeInvoiceUpdate));
     await refused(a.handle.executeUpdate(deleteInvoiceUpdate));
     expect(await a.handle.executeUpdate(voidInvoiceUpdate)).toMatchObject({ status: 'voided' });

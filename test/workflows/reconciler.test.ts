@@ -26,7 +26,12 @@ beforeAll(async () => {
   stack = await createTestStack();
   worker = await startStackWorker(stack);
   org = await createOrganization(stack.app, { timezone: 'Europe/Paris' });
-  const created = await stack.app.inject({ method: 'POST', url: '/v1/customers', headers: org.headers, payload: { external_id: `c-${randomUUID()}` } });
+  const created = await stack.app.inject({
+    method: 'POST',
+    url: '/v1/customers',
+    headers: org.headers,
+    payload: { external_id: `c-${randomUUID()}` },
+  });
   expect(created.statusCode, created.body).toBe(201);
   customer = created.json();
   const plan = await stack.app.inject({
@@ -167,7 +172,11 @@ describe('ensureReconcilerSchedule', () => {
       expect(await ensureReconcilerSchedule(client, stack.taskQueue, '1 hour')).toBe(true);
       expect(await ensureReconcilerSchedule(client, stack.taskQueue, '1 hour')).toBe(false);
       const description = await schedule.describe();
-      expect(description.action).toMatchObject({ type: 'startWorkflow', workflowType: 'reconcileSubscriptionsWorkflow', taskQueue: stack.taskQueue });
+      expect(description.action).toMatchObject({
+        type: 'startWorkflow',
+        workflowType: 'reconcileSubscriptionsWorkflow',
+        taskQueue: stack.taskQueue,
+      });
       expect(description.policies.overlap).toBe(ScheduleOverlapPolicy.SKIP);
       expect(description.spec.intervals?.map((i) => i.every)).toEqual([3_600_000]);
     } finally {

@@ -51,18 +51,53 @@ describe.skipIf(!record)('record workflow histories', () => {
 
   it('records an invoice (grace period, finalize, overdue, pay), a webhook delivery with retries and a wallet expiry', async () => {
     const temporal = wrapClient(env.client, taskQueue);
-    const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: await bundleWorkflows(), activities: createActivities({ db, temporal }) });
+    const worker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue,
+      workflowBundle: await bundleWorkflows(),
+      activities: createActivities({ db, temporal }),
+    });
     await worker.runUntil(async () => {
-      const org = await db.models.Organization.create({ name: 'Rec', default_currency: 'USD', timezone: 'UTC', net_payment_term: 10, invoice_grace_period: 2, document_number_prefix: 'REC', events_rate_limit_per_minute: 1000 });
+      const org = await db.models.Organization.create({
+        name: 'Rec',
+        default_currency: 'USD',
+        timezone: 'UTC',
+        net_payment_term: 10,
+        invoice_grace_period: 2,
+        document_number_prefix: 'REC',
+        events_rate_limit_per_minute: 1000,
+      });
       const customer = await db.models.Customer.create({ organization_id: org._id, external_id: 'rec', currency: 'USD' });
-      await db.models.WebhookEndpoint.create({ organization_id: org._id, url: receiver.url('/hook'), secret: generateWebhookSecret(), event_types: ['customer.created'] });
+      await db.models.WebhookEndpoint.create({
+        organization_id: org._id,
+        url: receiver.url('/hook'),
+        secret: generateWebhookSecret(),
+        event_types: ['customer.created'],
+      });
       receiver.on('/hook', (n) => (n <= 2 ? 500 : 200));
 
-      const invoice = await createInvoice(db, { models: db.models, temporal }, {
-        organizationId: org._id, customerId: customer._id, invoiceType: 'one_off', currency: 'USD', idempotencyKey: 'rec/1',
-        fees: [{ key: 'line/000', fee_type: 'add_on', amount_cents: dec('1000'), units: dec(1), events_count: 0, unit_amount_cents: dec('1000') }],
-        at: new Date(await env.currentTimeMs()),
-      });
+      const invoice = await createInvoice(
+        db,
+        { models: db.models, temporal },
+        {
+          organizationId: org._id,
+          customerId: customer._id,
+          invoiceType: 'one_off',
+          currency: 'USD',
+          idempotencyKey: 'rec/1',
+          fees: [
+            {
+              key: 'line/000',
+              fee_type: 'add_on',
+              amount_cents: dec('1000'),
+              units: dec(1),
+              events_count: 0,
+              unit_amount_cents: dec('1000'),
+            },
+          ],
+          at: new Date(await env.currentTimeMs()),
+        },
+      );
       const invoiceId = workflowIds.invoice(invoice._id);
       await waitForTimers(env, invoiceId, 1);
       await env.sleep('2 days');
@@ -73,7 +108,16 @@ describe.skipIf(!record)('record workflow histories', () => {
       await env.client.workflow.getHandle(invoiceId).result();
       await save('invoice-grace-overdue-paid', invoiceId);
 
-      const emitted = await emitEvent({ models: db.models, temporal }, { organizationId: org._id, type: 'customer.created', idempotencyKey: 'rec/customer', object: { id: 'rec' }, occurredAt: new Date(await env.currentTimeMs()) });
+      const emitted = await emitEvent(
+        { models: db.models, temporal },
+        {
+          organizationId: org._id,
+          type: 'customer.created',
+          idempotencyKey: 'rec/customer',
+          object: { id: 'rec' },
+          occurredAt: new Date(await env.currentTimeMs()),
+        },
+      );
       const deliveryId = workflowIds.webhook(emitted.deliveryIds[0]!);
       for (let attempt = 1; (await waitForTimers(env, deliveryId, attempt)) === 'timer'; attempt++) {
         await env.sleep(30_000 * 2 ** (attempt - 1));
@@ -85,14 +129,27 @@ describe.skipIf(!record)('record workflow histories', () => {
       const start = await env.currentTimeMs();
       const firstExpiry = new Date(start + 5 * 86_400_000);
       const { wallet } = await createWallet(db, {
-        organizationId: org._id, customerId: customer._id, name: 'Prepaid', code: null, currency: 'USD', rateAmount: dec(1),
-        priority: 1, expirationAt: firstExpiry, initialGrantedCredits: dec(10), at: new Date(start),
+        organizationId: org._id,
+        customerId: customer._id,
+        name: 'Prepaid',
+        code: null,
+        currency: 'USD',
+        rateAmount: dec(1),
+        priority: 1,
+        expirationAt: firstExpiry,
+        initialGrantedCredits: dec(10),
+        at: new Date(start),
       });
       const walletHandle = await env.client.workflow.start(walletWorkflow, {
         taskQueue,
         workflowId: workflowIds.wallet(wallet._id),
         args: [{ walletId: wallet._id, expirationAt: firstExpiry.toISOString() }],
-        typedSearchAttributes: entitySearchAttributes({ organizationId: org._id, customerId: customer._id, entityType: 'wallet', status: 'active' }),
+        typedSearchAttributes: entitySearchAttributes({
+          organizationId: org._id,
+          customerId: customer._id,
+          entityType: 'wallet',
+          status: 'active',
+        }),
       });
       await waitForTimers(env, walletHandle.workflowId, 1);
       const later = new Date(start + 9 * 86_400_000);

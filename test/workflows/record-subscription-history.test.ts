@@ -25,7 +25,12 @@ describe.skipIf(!record)('record a subscription history', () => {
     const tenant = await createTenant(h);
     const small = await createPlan(h, tenant, { amountCents: 3100, perCall: '2' });
     const big = await createPlan(h, tenant, { amountCents: 6200, perCall: '2', metricCode: small.metricCode });
-    const { id, handle } = await subscribe(h, tenant, { planId: big.planId, startedAt: utc('2027-01-10T00:00:00'), payInAdvance: true, trialPeriodDays: 5 });
+    const { id, handle } = await subscribe(h, tenant, {
+      planId: big.planId,
+      startedAt: utc('2027-01-10T00:00:00'),
+      payInAdvance: true,
+      trialPeriodDays: 5,
+    });
     await advanceTo(h, id, utc('2027-01-20T00:00:00'));
     await sendEvents(h, tenant, small.metricCode, utc('2027-01-20T00:00:00'), 3);
     await advanceTo(h, id, utc('2027-02-10T00:00:00'));
@@ -45,7 +50,11 @@ describe.skipIf(!record)('record a subscription history', () => {
     const { planId, metricCode } = await createPlan(h, tenant, { amountCents: 3100, perCall: '2' });
     const clock = await h.db.models.TestClock.create({ organization_id: tenant.organizationId, frozen_time: utc('2031-01-01T00:00:00') });
     await h.db.models.Customer.updateOne({ _id: tenant.customerId }, { $set: { test_clock_id: clock._id } });
-    const { handle } = await subscribe(h, tenant, { planId, startedAt: utc('2031-01-01T00:00:00'), clock: { id: clock._id, now: '2031-01-01T00:00:00.000Z' } });
+    const { handle } = await subscribe(h, tenant, {
+      planId,
+      startedAt: utc('2031-01-01T00:00:00'),
+      clock: { id: clock._id, now: '2031-01-01T00:00:00.000Z' },
+    });
     const advance = async (to: string) => {
       await h.db.models.TestClock.updateOne({ _id: clock._id }, { $set: { frozen_time: utc(to) } });
       return handle.executeUpdate(advanceTestClockUpdate, { args: [utc(to).toISOString()] });

@@ -23,7 +23,9 @@ describe('workflow replay', () => {
 
   it.each(files)('replays %s without a nondeterminism error', async (file) => {
     // Rebuilt with @temporalio/proto itself (the SDK's JSON helper can meet a second protobufjs copy).
-    const history = temporal.api.history.v1.History.fromObject(JSON.parse(readFileSync(join(dir, file), 'utf8')) as Record<string, unknown>);
+    const history = temporal.api.history.v1.History.fromObject(
+      JSON.parse(readFileSync(join(dir, file), 'utf8')) as Record<string, unknown>,
+    );
     await expect(Worker.runReplayHistory({ workflowBundle: bundle }, history, file)).resolves.toBeUndefined();
   });
 });

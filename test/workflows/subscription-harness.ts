@@ -41,7 +41,11 @@ export interface Harness {
  */
 export async function startHarness(options: { activities?: (real: Activities) => Activities; sticky?: boolean } = {}): Promise<Harness> {
   const taskQueue = `subscriptions-${randomUUID()}`;
-  const [env, bundle, db] = await Promise.all([createTimeSkippingEnv(), bundleWorkflows(), createTestDb()]) as [TestWorkflowEnvironment, WorkflowBundleWithSourceMap, Db];
+  const [env, bundle, db] = (await Promise.all([createTimeSkippingEnv(), bundleWorkflows(), createTestDb()])) as [
+    TestWorkflowEnvironment,
+    WorkflowBundleWithSourceMap,
+    Db,
+  ];
   const temporal = wrapClient(env.client, taskQueue);
   const real = createActivities({ db, temporal });
   const launch = async (activities: Activities) => {
@@ -85,7 +89,10 @@ export interface Tenant {
   timezone: string;
 }
 
-export async function createTenant(h: Harness, options: { timezone?: string; netPaymentTerm?: number; gracePeriod?: number } = {}): Promise<Tenant> {
+export async function createTenant(
+  h: Harness,
+  options: { timezone?: string; netPaymentTerm?: number; gracePeriod?: number } = {},
+): Promise<Tenant> {
   const prefix = `S${randomUUID().slice(0, 4).toUpperCase()}`;
   const organization = await h.db.models.Organization.create({
     name: 'Acme',
@@ -113,8 +120,12 @@ export async function createPlan(
   plan: { amountCents: number; interval?: 'weekly' | 'monthly' | 'quarterly' | 'yearly'; perCall?: string; metricCode?: string },
 ): Promise<{ planId: string; metricCode: string }> {
   const metricCode = plan.metricCode ?? `calls-${randomUUID().slice(0, 6)}`;
-  const existing = await h.db.connection.collection('billable_metrics').findOne({ organization_id: tenant.organizationId, code: metricCode });
-  const metricId = existing ? String(existing._id) : await insertMetric(h.db, tenant.organizationId, { code: metricCode, aggregation_type: 'count' });
+  const existing = await h.db.connection
+    .collection('billable_metrics')
+    .findOne({ organization_id: tenant.organizationId, code: metricCode });
+  const metricId = existing
+    ? String(existing._id)
+    : await insertMetric(h.db, tenant.organizationId, { code: metricCode, aggregation_type: 'count' });
   const { planId } = await insertPlan(h.db, tenant.organizationId, {
     amount_cents: plan.amountCents,
     interval: plan.interval ?? 'monthly',
@@ -132,7 +143,15 @@ export async function planOf(h: Harness, planId: string) {
 export async function subscribe(
   h: Harness,
   tenant: Tenant,
-  s: { planId: string; startedAt: Date; billingTime?: 'calendar' | 'anniversary'; payInAdvance?: boolean; trialPeriodDays?: number; maxStepsPerRun?: number; clock?: ClockRef },
+  s: {
+    planId: string;
+    startedAt: Date;
+    billingTime?: 'calendar' | 'anniversary';
+    payInAdvance?: boolean;
+    trialPeriodDays?: number;
+    maxStepsPerRun?: number;
+    clock?: ClockRef;
+  },
 ) {
   const doc = await h.db.models.Subscription.create({
     organization_id: tenant.organizationId,
@@ -146,7 +165,10 @@ export async function subscribe(
     trial_period_days: s.trialPeriodDays ?? 0,
     started_at: s.startedAt,
   });
-  const state = initialState(doc.toObject(), await planOf(h, s.planId), tenant.timezone, { jitterWindowMs: 0, progressiveCheckMs: 86_400_000 });
+  const state = initialState(doc.toObject(), await planOf(h, s.planId), tenant.timezone, {
+    jitterWindowMs: 0,
+    progressiveCheckMs: 86_400_000,
+  });
   if (s.maxStepsPerRun !== undefined) {
     await startSubscriptionWorkflow(h.temporal, { state, maxStepsPerRun: s.maxStepsPerRun });
   } else {
@@ -156,9 +178,22 @@ export async function subscribe(
 }
 
 /** Events through the real ingestor, `count` per instant. */
-export async function sendEvents(h: Harness, tenant: Tenant, code: string, at: Date, count: number, properties: Record<string, unknown> = {}): Promise<void> {
+export async function sendEvents(
+  h: Harness,
+  tenant: Tenant,
+  code: string,
+  at: Date,
+  count: number,
+  properties: Record<string, unknown> = {},
+): Promise<void> {
   const ingestor = new Ingestor(h.db, new CatalogView(h.db));
-  const inputs = Array.from({ length: count }, () => ({ transaction_id: randomUUID(), external_customer_id: tenant.externalCustomerId, code, timestamp: at, properties }));
+  const inputs = Array.from({ length: count }, () => ({
+    transaction_id: randomUUID(),
+    external_customer_id: tenant.externalCustomerId,
+    code,
+    timestamp: at,
+    properties,
+  }));
   const outcomes = await ingestor.ingest({ _id: tenant.organizationId, timezone: 'UTC' }, inputs, at);
   await ingestor.flushMarks();
   const bad = outcomes.filter((o) => o.status !== 'created');
@@ -177,16 +212,20 @@ async function stateOf(h: Harness, subscriptionId: string): Promise<Subscription
 /** Waits until no activity of the workflow is pending and every grace-less draft is finalized. */
 async function settle(h: Harness, subscriptionId: string, afterVersion: number | null): Promise<void> {
   const handle = h.temporal.client.workflow.getHandle(workflowIds.subscription(subscriptionId));
-  await eventually(async () => {
-    const description = await handle.describe();
-    if (description.status.name === 'RUNNING') {
-      if ((description.raw.pendingActivities ?? []).length > 0) return undefined;
-      const state = await handle.query(subscriptionStateQuery);
-      if (afterVersion !== null && state.version <= afterVersion) return undefined;
-    }
-    const drafts = await h.db.models.Invoice.countDocuments({ subscription_id: subscriptionId, status: 'draft', grace_period_days: 0 });
-    return drafts === 0 ? true : undefined;
-  }, 30_000, `subscription ${subscriptionId} to settle`);
+  await eventually(
+    async () => {
+      const description = await handle.describe();
+      if (description.status.name === 'RUNNING') {
+        if ((description.raw.pendingActivities ?? []).length > 0) return undefined;
+        const state = await handle.query(subscriptionStateQuery);
+        if (afterVersion !== null && state.version <= afterVersion) return undefined;
+      }
+      const drafts = await h.db.models.Invoice.countDocuments({ subscription_id: subscriptionId, status: 'draft', grace_period_days: 0 });
+      return drafts === 0 ? true : undefined;
+    },
+    30_000,
+    `subscription ${subscriptionId} to settle`,
+  );
 }
 
 /**

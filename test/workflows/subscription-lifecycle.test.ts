@@ -6,7 +6,20 @@ import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toDecimal128 } from '../../src/db/decimal';
 import { cancelUpdate, changePlanUpdate, terminateUpdate } from '../../workflows/subscription.messages';
-import { advanceTo, cents, createPlan, createTenant, fee4, feesOf, invoicesOf, planOf, sendEvents, startHarness, subscribe, type Harness } from './subscription-harness';
+import {
+  advanceTo,
+  cents,
+  createPlan,
+  createTenant,
+  fee4,
+  feesOf,
+  invoicesOf,
+  planOf,
+  sendEvents,
+  startHarness,
+  subscribe,
+  type Harness,
+} from './subscription-harness';
 
 let h: Harness;
 
@@ -139,7 +152,9 @@ describe('subscriptionWorkflow lifecycle', () => {
     expect(all[3]!.period_started_at?.toISOString()).toBe('2027-08-01T00:00:00.000Z');
     expect(await feesOf(h, all[3]!._id)).toEqual({ subscription: '6200.0000', charge: '2.0000' });
     const periods = await h.db.models.Fee.find({ invoice_id: all[3]!._id }).lean();
-    expect(Object.fromEntries(periods.map((f) => [f.fee_type, [f.period_started_at?.toISOString(), f.period_ended_at?.toISOString()]]))).toEqual({
+    expect(
+      Object.fromEntries(periods.map((f) => [f.fee_type, [f.period_started_at?.toISOString(), f.period_ended_at?.toISOString()]])),
+    ).toEqual({
       subscription: ['2027-08-01T00:00:00.000Z', '2027-09-01T00:00:00.000Z'],
       charge: ['2027-07-10T00:00:00.000Z', '2027-08-01T00:00:00.000Z'],
     });
@@ -162,7 +177,10 @@ describe('subscriptionWorkflow lifecycle', () => {
     await advanceTo(h, id, utc('2027-11-01T00:01:00'));
     const invoices = await invoicesOf(h, id);
     expect(invoices.map((i) => cents(i.total))).toEqual(['20002', '10004']);
-    const changed = await h.db.models.LifecycleEvent.findOne({ organization_id: tenant.organizationId, type: 'subscription.plan_changed' }).lean();
+    const changed = await h.db.models.LifecycleEvent.findOne({
+      organization_id: tenant.organizationId,
+      type: 'subscription.plan_changed',
+    }).lean();
     expect(changed?.occurred_at.toISOString()).toBe('2027-10-01T00:00:00.000Z');
   });
 
@@ -218,7 +236,11 @@ describe('subscriptionWorkflow lifecycle', () => {
     await sendEvents(h, tenant, metricCode, utc('2028-07-05T00:00:00'), 3);
     await advanceTo(h, id, utc('2028-07-10T12:00:00'));
     const terminated = await handle.executeUpdate(terminateUpdate, { args: [{ onTerminationAction: 'generate_invoice' }] });
-    expect(terminated).toMatchObject({ status: 'terminated', terminated_at: near('2028-07-10T12:00'), ending_at: near('2028-07-10T12:00') });
+    expect(terminated).toMatchObject({
+      status: 'terminated',
+      terminated_at: near('2028-07-10T12:00'),
+      ending_at: near('2028-07-10T12:00'),
+    });
     expect(await handle.result()).toEqual({ status: 'terminated' });
     const invoices = await invoicesOf(h, id);
     // Jul 1..10 = 10 of 31 days: 3100 * 10 / 31 = 1000, + 3 * 2.
@@ -239,7 +261,9 @@ describe('subscriptionWorkflow lifecycle', () => {
     expect(invoices.map((i) => cents(i.total))).toEqual(['3100', '2']);
     // Aug 11..31 = 21 days of 31: 3100 * 21 / 31 = 2100.
     const notes = await creditNotesOf(tenant.organizationId);
-    expect(notes.map((n) => [n.invoice_id, fee4(n.credit_amount_cents), n.reason])).toEqual([[invoices[0]!._id, '2100.0000', 'order_cancellation']]);
+    expect(notes.map((n) => [n.invoice_id, fee4(n.credit_amount_cents), n.reason])).toEqual([
+      [invoices[0]!._id, '2100.0000', 'order_cancellation'],
+    ]);
   });
 
   it('terminate with skip: nothing billed, nothing credited', async () => {
@@ -260,7 +284,14 @@ describe('subscriptionWorkflow lifecycle', () => {
     const tenant = await createTenant(h);
     const { planId, metricCode } = await createPlan(h, tenant, { amountCents: 0, perCall: '100' });
     for (const amount of ['10000', '20000']) {
-      await h.db.models.UsageThreshold.create({ organization_id: tenant.organizationId, plan_id: planId, amount_cents: toDecimal128(amount), recurring: false, uniqueness_key: `amount:${amount}`, threshold_display_name: null });
+      await h.db.models.UsageThreshold.create({
+        organization_id: tenant.organizationId,
+        plan_id: planId,
+        amount_cents: toDecimal128(amount),
+        recurring: false,
+        uniqueness_key: `amount:${amount}`,
+        threshold_display_name: null,
+      });
     }
     const { id } = await subscribe(h, tenant, { planId, startedAt: utc('2029-01-01T00:00:00') });
     await advanceTo(h, id, utc('2029-01-01T00:00:01'));
@@ -270,13 +301,24 @@ describe('subscriptionWorkflow lifecycle', () => {
     await advanceTo(h, id, utc('2029-02-01T00:01:00'));
 
     const invoices = await invoicesOf(h, id);
-    expect(invoices.map((i) => [i.invoice_type, i.issuing_date, fee4(i.fees_amount_cents), cents(i.progressive_billing_credit_amount_cents), cents(i.total)])).toEqual([
+    expect(
+      invoices.map((i) => [
+        i.invoice_type,
+        i.issuing_date,
+        fee4(i.fees_amount_cents),
+        cents(i.progressive_billing_credit_amount_cents),
+        cents(i.total),
+      ]),
+    ).toEqual([
       ['progressive_billing', '2029-01-06', '12000.0000', '0', '12000'],
       ['progressive_billing', '2029-01-11', '21000.0000', '12000', '9000'],
       // The period's invoice: 25000 of usage less the 21000 already billed.
       ['subscription', '2029-02-01', '25000.0000', '21000', '4000'],
     ]);
-    const reached = await h.db.models.LifecycleEvent.countDocuments({ organization_id: tenant.organizationId, type: 'subscription.usage_threshold_reached' });
+    const reached = await h.db.models.LifecycleEvent.countDocuments({
+      organization_id: tenant.organizationId,
+      type: 'subscription.usage_threshold_reached',
+    });
     expect(reached).toBe(2);
   });
 

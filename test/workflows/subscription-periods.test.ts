@@ -2,7 +2,18 @@
 // calendar and anniversary periods, in arrear and in advance, monthly and yearly, a zone far from
 // UTC. Every expected amount is computed in the test from billing-rules.md.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { advanceTo, cents, createPlan, createTenant, feesOf, invoicesOf, sendEvents, startHarness, subscribe, type Harness } from './subscription-harness';
+import {
+  advanceTo,
+  cents,
+  createPlan,
+  createTenant,
+  feesOf,
+  invoicesOf,
+  sendEvents,
+  startHarness,
+  subscribe,
+  type Harness,
+} from './subscription-harness';
 
 let h: Harness;
 
@@ -24,9 +35,18 @@ describe('subscriptionWorkflow periods', () => {
 
     await advanceTo(h, id, utc('2027-01-15T10:00:01'));
     // Period i gets 10 * (i + 1) events, sent mid-period; each costs 2 cents.
-    const boundaries = ['2027-01-15T10:00:00', ...Array.from({ length: 12 }, (_, m) => `${m === 11 ? 2028 : 2027}-${String(((m + 1) % 12) + 1).padStart(2, '0')}-01T00:00:00`)];
+    const boundaries = [
+      '2027-01-15T10:00:00',
+      ...Array.from({ length: 12 }, (_, m) => `${m === 11 ? 2028 : 2027}-${String(((m + 1) % 12) + 1).padStart(2, '0')}-01T00:00:00`),
+    ];
     for (let i = 0; i < 12; i++) {
-      await sendEvents(h, tenant, metricCode, new Date((utc(boundaries[i]!).getTime() + utc(boundaries[i + 1]!).getTime()) / 2), 10 * (i + 1));
+      await sendEvents(
+        h,
+        tenant,
+        metricCode,
+        new Date((utc(boundaries[i]!).getTime() + utc(boundaries[i + 1]!).getTime()) / 2),
+        10 * (i + 1),
+      );
     }
     await advanceTo(h, id, utc('2028-01-01T00:01:00'));
 
@@ -53,7 +73,10 @@ describe('subscriptionWorkflow periods', () => {
     const { id } = await subscribe(h, tenant, { planId, startedAt: utc('2028-01-15T10:00:00'), payInAdvance: true });
 
     await advanceTo(h, id, utc('2028-01-15T10:00:01'));
-    const boundaries = ['2028-01-15T10:00:00', ...Array.from({ length: 12 }, (_, m) => `${m === 11 ? 2029 : 2028}-${String(((m + 1) % 12) + 1).padStart(2, '0')}-01T00:00:00`)];
+    const boundaries = [
+      '2028-01-15T10:00:00',
+      ...Array.from({ length: 12 }, (_, m) => `${m === 11 ? 2029 : 2028}-${String(((m + 1) % 12) + 1).padStart(2, '0')}-01T00:00:00`),
+    ];
     for (let i = 0; i < 12; i++) {
       await sendEvents(h, tenant, metricCode, new Date(utc(boundaries[i + 1]!).getTime() - 3_600_000), 10 * (i + 1));
     }
@@ -78,9 +101,21 @@ describe('subscriptionWorkflow periods', () => {
     const { planId, metricCode } = await createPlan(h, tenant, { amountCents: 3000, perCall: '2' });
     const { id } = await subscribe(h, tenant, { planId, startedAt: utc('2029-01-31T08:00:00'), billingTime: 'anniversary' });
     await advanceTo(h, id, utc('2029-01-31T08:00:01'));
-    const starts = ['2029-01-31T08:00:00', '2029-02-28', '2029-03-31', '2029-04-30', '2029-05-31', '2029-06-30', '2029-07-31', '2029-08-31', '2029-09-30', '2029-10-31', '2029-11-30', '2029-12-31', '2030-01-31'].map((d) =>
-      d.includes('T') ? utc(d) : utc(`${d}T00:00:00`),
-    );
+    const starts = [
+      '2029-01-31T08:00:00',
+      '2029-02-28',
+      '2029-03-31',
+      '2029-04-30',
+      '2029-05-31',
+      '2029-06-30',
+      '2029-07-31',
+      '2029-08-31',
+      '2029-09-30',
+      '2029-10-31',
+      '2029-11-30',
+      '2029-12-31',
+      '2030-01-31',
+    ].map((d) => (d.includes('T') ? utc(d) : utc(`${d}T00:00:00`)));
     for (let i = 0; i < 12; i++) await sendEvents(h, tenant, metricCode, new Date(starts[i + 1]!.getTime() - 60_000), 5);
     await advanceTo(h, id, utc('2030-01-31T00:01:00'));
 

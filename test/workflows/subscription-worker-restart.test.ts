@@ -6,7 +6,17 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { SubscriptionState } from '../../src/subscriptions/state';
 import { subscriptionStateQuery } from '../../workflows/subscription.messages';
 import { eventually } from '../support/http';
-import { advanceTo, cents, createPlan, createTenant, invoicesOf, sendEvents, startHarness, subscribe, type Harness } from './subscription-harness';
+import {
+  advanceTo,
+  cents,
+  createPlan,
+  createTenant,
+  invoicesOf,
+  sendEvents,
+  startHarness,
+  subscribe,
+  type Harness,
+} from './subscription-harness';
 
 let h: Harness;
 let crashed = false;
@@ -46,7 +56,11 @@ it('leaves exactly one invoice for the period when the worker dies mid-generatio
 
   await h.replaceWorker(h.activities);
   // The dead worker stops heartbeating: after the 30 s heartbeat timeout the new worker retries.
-  await eventually(async () => (await handle.query(subscriptionStateQuery)).currentPeriod?.from === '2027-02-01T00:00:00.000Z' || undefined, 90_000, 'the retried step');
+  await eventually(
+    async () => (await handle.query(subscriptionStateQuery)).currentPeriod?.from === '2027-02-01T00:00:00.000Z' || undefined,
+    90_000,
+    'the retried step',
+  );
 
   const invoices = await invoicesOf(h, id);
   expect(invoices).toHaveLength(1);

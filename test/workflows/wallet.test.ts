@@ -94,7 +94,9 @@ describe('walletWorkflow', () => {
     const expiration = `${year}-12-31T23:00:00.000Z`;
     const { walletId, handle } = await newWallet(expiration);
 
-    const result = await (await worker()).runUntil(async () => {
+    const result = await (
+      await worker()
+    ).runUntil(async () => {
       await waitForTimers(env, handle.workflowId, 1);
       await sleepUntil(`${year}-12-31T22:59:00.000Z`);
       expect((await walletDoc(walletId)).status).toBe('active');
@@ -113,7 +115,11 @@ describe('walletWorkflow', () => {
     const doc = await walletDoc(walletId);
     expect(doc.status).toBe('terminated');
     expect(doc.terminated_at?.toISOString()).toBe(expiration);
-    const events = await db.models.LifecycleEvent.find({ organization_id: organizationId, type: 'wallet.terminated', 'object.id': walletId }).lean();
+    const events = await db.models.LifecycleEvent.find({
+      organization_id: organizationId,
+      type: 'wallet.terminated',
+      'object.id': walletId,
+    }).lean();
     expect(events).toHaveLength(1);
     expect(events[0]!.object).toMatchObject({ id: walletId, status: 'terminated', terminated_at: expiration, balance_cents: '1000.0000' });
     expect((await handle.describe()).typedSearchAttributes.get(BillingStatus)).toBe('terminated');
@@ -126,7 +132,9 @@ describe('walletWorkflow', () => {
     const later = isoAt(now + 41 * DAY_MS);
     const { walletId, handle } = await newWallet(first);
 
-    const result = await (await worker()).runUntil(async () => {
+    const result = await (
+      await worker()
+    ).runUntil(async () => {
       await waitForTimers(env, handle.workflowId, 1);
       await db.models.Wallet.updateOne({ _id: walletId }, { $set: { expiration_at: new Date(later) } });
       await handle.signal(expirationChangedSignal, later);
@@ -149,7 +157,9 @@ describe('walletWorkflow', () => {
     const later = isoAt(now + 55 * DAY_MS);
     const { walletId, handle } = await newWallet(first);
 
-    const result = await (await worker()).runUntil(async () => {
+    const result = await (
+      await worker()
+    ).runUntil(async () => {
       await waitForTimers(env, handle.workflowId, 1);
       await db.models.Wallet.updateOne({ _id: walletId }, { $set: { expiration_at: new Date(later) } });
       await sleepUntil(isoAt(Date.parse(first) + 1000));
@@ -166,7 +176,9 @@ describe('walletWorkflow', () => {
   it('an expiration removed by signal leaves the wallet active for good, until terminate', async () => {
     const { walletId, handle } = await newWallet(isoAt((await env.currentTimeMs()) + 10 * DAY_MS));
 
-    const wallet = await (await worker()).runUntil(async () => {
+    const wallet = await (
+      await worker()
+    ).runUntil(async () => {
       await waitForTimers(env, handle.workflowId, 1);
       await db.models.Wallet.updateOne({ _id: walletId }, { $set: { expiration_at: null } });
       await handle.signal(expirationChangedSignal, null);
@@ -198,7 +210,9 @@ describe('walletWorkflow', () => {
       },
     };
 
-    const { first, second, third, state } = await (await worker(activities)).runUntil(async () => {
+    const { first, second, third, state } = await (
+      await worker(activities)
+    ).runUntil(async () => {
       const update = await handle.startUpdate(terminateWalletUpdate, { waitForStage: WorkflowUpdateStage.ACCEPTED });
       const second = await handle.executeUpdate(terminateWalletUpdate).then(
         () => null,

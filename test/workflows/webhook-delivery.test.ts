@@ -29,12 +29,7 @@ const taskQueue = `webhooks-${randomUUID()}`;
 let organizationId = randomUUID();
 
 beforeAll(async () => {
-  [env, bundle, db, receiver] = await Promise.all([
-    createTimeSkippingEnv(),
-    bundleWorkflows(),
-    createTestDb(),
-    startReceiver(),
-  ]);
+  [env, bundle, db, receiver] = await Promise.all([createTimeSkippingEnv(), bundleWorkflows(), createTestDb(), startReceiver()]);
   temporal = wrapClient(env.client, taskQueue);
 });
 

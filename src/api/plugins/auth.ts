@@ -46,10 +46,9 @@ export function registerApiKeyAuth(app: FastifyInstance, models: Models, now: ()
       throw new Unauthorized('Malformed Authorization header: expected "Bearer bsk_live_..."');
     }
     // The driver directly: this runs on every request, and the lookup needs no casting.
-    const key = await models.ApiKey.collection.findOne<Pick<ApiKeyDoc, '_id' | 'organization_id' | 'status' | 'expires_at' | 'last_used_at'>>(
-      { key_hash: hashApiKey(token) },
-      { projection: { organization_id: 1, status: 1, expires_at: 1, last_used_at: 1 } },
-    );
+    const key = await models.ApiKey.collection.findOne<
+      Pick<ApiKeyDoc, '_id' | 'organization_id' | 'status' | 'expires_at' | 'last_used_at'>
+    >({ key_hash: hashApiKey(token) }, { projection: { organization_id: 1, status: 1, expires_at: 1, last_used_at: 1 } });
     if (!key) throw new Unauthorized('Unknown API key');
     if (key.status !== 'active') throw new Unauthorized('This API key has been revoked');
     const at = now();

@@ -43,7 +43,9 @@ export const addOnRoutes: FastifyPluginAsyncZod = async (app) => {
 
   app.post(
     '/add_ons',
-    { schema: { tags, summary: 'Create an add-on (a one-off charge)', body: createAddOnBody, response: responses({ 201: addOnResource }) } },
+    {
+      schema: { tags, summary: 'Create an add-on (a one-off charge)', body: createAddOnBody, response: responses({ 201: addOnResource }) },
+    },
     async (request, reply) => {
       const { amount_cents, ...body } = request.body;
       const addOn = await uniqueWrite(

@@ -142,7 +142,8 @@ export const billableMetricRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request, reply) => {
       const body = request.body;
       const metric = await uniqueWrite(
-        () => BillableMetric.create({ ...body, expression: normalizedExpression(body.expression), organization_id: request.organizationId }),
+        () =>
+          BillableMetric.create({ ...body, expression: normalizedExpression(body.expression), organization_id: request.organizationId }),
         `A billable metric with code "${body.code}" already exists`,
       );
       return reply.status(201).send(toBillableMetricResource(metric.toObject()));
@@ -174,7 +175,12 @@ export const billableMetricRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get(
     '/billable_metrics/:id',
     {
-      schema: { tags, summary: 'Get a billable metric by id or code', params: idParams, response: responses({ 200: billableMetricResource }) },
+      schema: {
+        tags,
+        summary: 'Get a billable metric by id or code',
+        params: idParams,
+        response: responses({ 200: billableMetricResource }),
+      },
     },
     async (request) => toBillableMetricResource(await findByIdOrCode(BillableMetric, request.organizationId, request.params.id, what)),
   );

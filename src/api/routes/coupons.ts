@@ -288,7 +288,10 @@ export const couponRoutes: FastifyPluginAsyncZod = async (app) => {
       const amountCurrency = fixed ? (body.amount_currency ?? coupon.amount_currency) : null;
       // billing-rules.md, Invoice pipeline 4: a fixed amount in another currency is refused here.
       if (fixed && amountCurrency !== customer.currency) {
-        throw Validation.field('amount_currency', `the coupon amount is in ${String(amountCurrency)}, the customer is billed in ${customer.currency}`);
+        throw Validation.field(
+          'amount_currency',
+          `the coupon amount is in ${String(amountCurrency)}, the customer is billed in ${customer.currency}`,
+        );
       }
       const frequencyDuration = coupon.frequency === 'recurring' ? (body.frequency_duration ?? coupon.frequency_duration) : null;
 
@@ -324,7 +327,8 @@ export const couponRoutes: FastifyPluginAsyncZod = async (app) => {
         const holder = await AppliedCoupon.findOne({ exclusive_key: coupon._id }, { status: 1 }).lean();
         const released =
           holder?.status === 'terminated' &&
-          (await AppliedCoupon.updateOne({ _id: holder._id, exclusive_key: coupon._id }, { $set: { exclusive_key: holder._id } })).modifiedCount === 1;
+          (await AppliedCoupon.updateOne({ _id: holder._id, exclusive_key: coupon._id }, { $set: { exclusive_key: holder._id } }))
+            .modifiedCount === 1;
         if (released) {
           const applied = await uniqueWrite(create, `The coupon "${coupon.code}" is not reusable and is already applied`);
           return reply.status(201).send(toAppliedCouponResource(applied.toObject()));

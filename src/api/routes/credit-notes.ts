@@ -44,7 +44,10 @@ export const creditNoteRoutes: FastifyPluginAsyncZod = async (app) => {
   }
 
   async function invoiceCustomer(organizationId: string, invoiceId: string): Promise<string | null> {
-    return (await app.deps.db.models.Invoice.findOne({ _id: invoiceId, organization_id: organizationId }, { customer_id: 1 }).lean())?.customer_id ?? null;
+    return (
+      (await app.deps.db.models.Invoice.findOne({ _id: invoiceId, organization_id: organizationId }, { customer_id: 1 }).lean())
+        ?.customer_id ?? null
+    );
   }
 
   async function noteCustomer(organizationId: string, noteId: string): Promise<string | null> {

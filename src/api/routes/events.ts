@@ -92,7 +92,8 @@ export const eventRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         tags,
         summary: 'Send one usage event',
-        description: 'Durable in MongoDB before the answer. A duplicate transaction_id is 409 with existing_event_id; an unknown metric code or customer is 422.',
+        description:
+          'Durable in MongoDB before the answer. A duplicate transaction_id is 409 with existing_event_id; an unknown metric code or customer is 422.',
         body: eventInputSchema,
         response: responses({ 201: eventResource, 429: errorBody }),
       },
@@ -127,10 +128,22 @@ export const eventRoutes: FastifyPluginAsyncZod = async (app) => {
       request.body.events.forEach((raw, index) => {
         const parsed = eventInputSchema.safeParse(raw);
         if (parsed.success) valid.push({ index, input: parsed.data });
-        else errors.push({ index, code: 'validation_error', message: parsed.error.issues.map((i) => `${i.path.join('.') || '(event)'}: ${i.message}`).join('; ') });
+        else
+          errors.push({
+            index,
+            code: 'validation_error',
+            message: parsed.error.issues.map((i) => `${i.path.join('.') || '(event)'}: ${i.message}`).join('; '),
+          });
       });
       const org = await organizationOf(request.organizationId);
-      const outcomes: IngestOutcome[] = valid.length > 0 ? await ingestor.ingest(org, valid.map((v) => v.input), app.deps.now()) : [];
+      const outcomes: IngestOutcome[] =
+        valid.length > 0
+          ? await ingestor.ingest(
+              org,
+              valid.map((v) => v.input),
+              app.deps.now(),
+            )
+          : [];
       const events: EventDoc[] = [];
       let duplicates = 0;
       outcomes.forEach((outcome, i) => {
@@ -183,7 +196,10 @@ export const eventRoutes: FastifyPluginAsyncZod = async (app) => {
       },
     },
     async (request) => {
-      const event = await db.models.Event.findOne({ organization_id: request.organizationId, transaction_id: request.params.transaction_id }).lean();
+      const event = await db.models.Event.findOne({
+        organization_id: request.organizationId,
+        transaction_id: request.params.transaction_id,
+      }).lean();
       if (!event) throw new NotFound('Event not found', 'event_not_found');
       return toEventResource(event);
     },

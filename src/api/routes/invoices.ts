@@ -84,7 +84,11 @@ export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
     const currency = body.currency ?? customer.currency;
     const codes = [...new Set(body.line_items.flatMap((l) => (l.add_on_code ? [l.add_on_code] : [])))];
     const addOns = codes.length
-      ? await AddOn.find({ organization_id: organizationId, deleted_at: null, $or: [{ code: { $in: codes } }, { _id: { $in: codes } }] }).lean()
+      ? await AddOn.find({
+          organization_id: organizationId,
+          deleted_at: null,
+          $or: [{ code: { $in: codes } }, { _id: { $in: codes } }],
+        }).lean()
       : [];
     const fees: PricedFee[] = body.line_items.map((line, i) => {
       const addOn = line.add_on_code ? addOns.find((a) => a.code === line.add_on_code || a._id === line.add_on_code) : undefined;
@@ -93,7 +97,10 @@ export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
         throw Validation.field(`line_items.${i}`, 'needs an add_on_code, or both a description and a unit_price');
       }
       if (addOn && addOn.amount_currency !== currency && line.unit_price === undefined) {
-        throw Validation.field(`line_items.${i}.add_on_code`, `the add-on is priced in ${addOn.amount_currency}, the invoice in ${currency}: give a unit_price`);
+        throw Validation.field(
+          `line_items.${i}.add_on_code`,
+          `the add-on is priced in ${addOn.amount_currency}, the invoice in ${currency}: give a unit_price`,
+        );
       }
       const quantity = line.quantity ?? new Dec(1);
       const unitPrice = line.unit_price ?? fromDecimal128(addOn!.amount_cents)!;
@@ -108,15 +115,19 @@ export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
         unit_amount_cents: roundFee(unitPrice),
       };
     });
-    const invoice = await createInvoice(db, { models: db.models, temporal }, {
-      organizationId,
-      customerId: customer._id,
-      invoiceType,
-      currency,
-      idempotencyKey: key,
-      fees,
-      at: await customerNow(db, customer, app.deps.now()),
-    });
+    const invoice = await createInvoice(
+      db,
+      { models: db.models, temporal },
+      {
+        organizationId,
+        customerId: customer._id,
+        invoiceType,
+        currency,
+        idempotencyKey: key,
+        fees,
+        at: await customerNow(db, customer, app.deps.now()),
+      },
+    );
     return withFees(invoice);
   }
 
@@ -155,7 +166,9 @@ export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request, reply) => {
       const { add_on_code, customer_id, amount_cents, units } = request.body;
       const line = { add_on_code, ...(units ? { quantity: units } : {}), ...(amount_cents ? { unit_price: amount_cents } : {}) };
-      return reply.status(201).send(await createOneOff(request.organizationId, { customer_id, line_items: [line] }, 'add_on', `add_on/${newId()}`));
+      return reply
+        .status(201)
+        .send(await createOneOff(request.organizationId, { customer_id, line_items: [line] }, 'add_on', `add_on/${newId()}`));
     },
   );
 
@@ -182,13 +195,20 @@ export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
       const filter: Record<string, unknown> = { organization_id: request.organizationId, deleted_at: null };
       for (const [k, v] of Object.entries(filters)) if (v !== undefined) filter[k] = v;
       if (issuing_date_from || issuing_date_to) {
-        filter.issuing_date = { ...(issuing_date_from ? { $gte: issuing_date_from } : {}), ...(issuing_date_to ? { $lte: issuing_date_to } : {}) };
+        filter.issuing_date = {
+          ...(issuing_date_from ? { $gte: issuing_date_from } : {}),
+          ...(issuing_date_to ? { $lte: issuing_date_to } : {}),
+        };
       }
       const [invoices, total] = await Promise.all([
         Invoice.find(filter).sort({ created_at: -1, _id: -1 }).skip(skip).limit(limit).lean(),
         Invoice.countDocuments(filter),
       ]);
-      return sendList(reply, invoices.map((i) => toInvoiceResource(i)), total);
+      return sendList(
+        reply,
+        invoices.map((i) => toInvoiceResource(i)),
+        total,
+      );
     },
   );
 
@@ -205,13 +225,20 @@ export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
         tags,
         summary: 'Update a draft invoice (metadata, net_payment_term)',
         params: idParams,
-        body: z.strictObject({ metadata: z.record(z.string(), z.unknown()).optional(), net_payment_term: z.number().int().min(0).max(365).optional() }),
+        body: z.strictObject({
+          metadata: z.record(z.string(), z.unknown()).optional(),
+          net_payment_term: z.number().int().min(0).max(365).optional(),
+        }),
         response: responses({ 200: invoiceResource }),
       },
     },
     async (request) => {
       const invoice = await findInvoice(request.organizationId, request.params.id);
-      const updated = await Invoice.findOneAndUpdate({ _id: invoice._id, status: 'draft', deleted_at: null }, { $set: request.body }, { returnDocument: 'after' }).lean();
+      const updated = await Invoice.findOneAndUpdate(
+        { _id: invoice._id, status: 'draft', deleted_at: null },
+        { $set: request.body },
+        { returnDocument: 'after' },
+      ).lean();
       if (!updated) throw new InvalidTransition(`Only a draft invoice can be updated (this one is ${invoice.status})`);
       return withFees(updated);
     },
@@ -220,7 +247,14 @@ export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
   for (const action of ['finalize', 'pay', 'void', 'refresh'] as const satisfies readonly InvoiceCommand[]) {
     app.post(
       `/invoices/:id/${action}`,
-      { schema: { tags, summary: `${action[0]!.toUpperCase()}${action.slice(1)} an invoice`, params: idParams, response: responses({ 200: invoiceResource }) } },
+      {
+        schema: {
+          tags,
+          summary: `${action[0]!.toUpperCase()}${action.slice(1)} an invoice`,
+          params: idParams,
+          response: responses({ 200: invoiceResource }),
+        },
+      },
       async (request) => lifecycle(request.organizationId, request.params.id, action),
     );
   }
@@ -233,16 +267,20 @@ export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
 
   app.get(
     '/invoices/:id/settlements',
-    { schema: { tags, summary: "The invoice's settlements (payments, credit notes, wallet credits)", params: idParams, querystring: listQuery, response: responses({ 200: z.array(settlementResource) }) } },
+    {
+      schema: {
+        tags,
+        summary: "The invoice's settlements (payments, credit notes, wallet credits)",
+        params: idParams,
+        querystring: listQuery,
+        response: responses({ 200: z.array(settlementResource) }),
+      },
+    },
     async (request, reply) => {
       const invoice = await findInvoice(request.organizationId, request.params.id);
       const rows = await InvoiceSettlement.find({ invoice_id: invoice._id }).sort({ created_at: -1, _id: -1 }).lean();
       const page = rows.slice(request.query.skip, request.query.skip + request.query.limit);
-      return sendList(
-        reply,
-        page.map(toSettlementResource),
-        rows.length,
-      );
+      return sendList(reply, page.map(toSettlementResource), rows.length);
     },
   );
 
@@ -265,7 +303,10 @@ export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
       const { skip, limit, ...filters } = request.query;
       const filter: Record<string, unknown> = { organization_id: request.organizationId };
       for (const [k, v] of Object.entries(filters)) if (v !== undefined) filter[k] = v;
-      const [fees, total] = await Promise.all([Fee.find(filter).sort({ created_at: -1, _id: -1 }).skip(skip).limit(limit).lean(), Fee.countDocuments(filter)]);
+      const [fees, total] = await Promise.all([
+        Fee.find(filter).sort({ created_at: -1, _id: -1 }).skip(skip).limit(limit).lean(),
+        Fee.countDocuments(filter),
+      ]);
       return sendList(reply, fees.map(toFeeResource), total);
     },
   );

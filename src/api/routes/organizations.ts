@@ -5,7 +5,13 @@ import { newId } from '../../db/base';
 import { NotFound, Unauthorized, Validation } from '../../errors';
 import { listPage } from '../catalog';
 import { currencyCode, email, ianaTimezone, idParams, isoDateTimeInput, listQuery, responses } from '../http';
-import { apiKeyResource, apiKeyWithRawKey, organizationResource, toApiKeyResource, toOrganizationResource } from '../../resources/organization';
+import {
+  apiKeyResource,
+  apiKeyWithRawKey,
+  organizationResource,
+  toApiKeyResource,
+  toOrganizationResource,
+} from '../../resources/organization';
 import { API_KEY_PREFIX, bearerToken, hashApiKey } from '../plugins/auth';
 
 const optionalText = (max: number) => z.string().max(max).nullable().optional();
@@ -59,7 +65,10 @@ function generateRawKey(): string {
 
 /** First three letters of the name, upper-cased (api-contract.md); "ORG" when it has none. */
 export function defaultDocumentPrefix(name: string): string {
-  const letters = name.replace(/[^A-Za-z]/g, '').slice(0, 3).toUpperCase();
+  const letters = name
+    .replace(/[^A-Za-z]/g, '')
+    .slice(0, 3)
+    .toUpperCase();
   return letters.length > 0 ? letters : 'ORG';
 }
 
@@ -143,7 +152,12 @@ export const organizationRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get(
     '/organizations/current/api_keys',
     {
-      schema: { tags, summary: 'List API keys (never the raw key)', querystring: listQuery, response: responses({ 200: z.array(apiKeyResource) }) },
+      schema: {
+        tags,
+        summary: 'List API keys (never the raw key)',
+        querystring: listQuery,
+        response: responses({ 200: z.array(apiKeyResource) }),
+      },
     },
     async (request, reply) => listPage(reply, ApiKey, { organization_id: request.organizationId }, request.query, toApiKeyResource),
   );

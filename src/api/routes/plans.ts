@@ -146,7 +146,11 @@ export const planRoutes: FastifyPluginAsyncZod = async (app) => {
    * every rule checked, and ids kept for charges given with theirs. A filter of a kept charge keeps
    * its id when its values are unchanged.
    */
-  async function buildCharges(organizationId: string, inputs: readonly ChargeInput[], previous: readonly ChargeDoc[] = []): Promise<ChargeDoc[]> {
+  async function buildCharges(
+    organizationId: string,
+    inputs: readonly ChargeInput[],
+    previous: readonly ChargeDoc[] = [],
+  ): Promise<ChargeDoc[]> {
     const refs = [...new Set(inputs.map((c) => c.billable_metric_id))];
     const rows = refs.length
       ? await metrics()
@@ -163,7 +167,10 @@ export const planRoutes: FastifyPluginAsyncZod = async (app) => {
       const path = `charges.${i}`;
       const metric = byId.get(charge.billable_metric_id) ?? byCode.get(charge.billable_metric_id);
       if (!metric) {
-        throw new NotFound(`${path}.billable_metric_id: no billable metric "${charge.billable_metric_id}" in this organization`, 'billable_metric_not_found');
+        throw new NotFound(
+          `${path}.billable_metric_id: no billable metric "${charge.billable_metric_id}" in this organization`,
+          'billable_metric_not_found',
+        );
       }
       let before: ChargeDoc | undefined;
       if (charge.id !== undefined) {
@@ -277,7 +284,10 @@ export const planRoutes: FastifyPluginAsyncZod = async (app) => {
       // cannot follow a change of either.
       const fixed = (['interval', 'currency'] as const).filter((k) => changes[k] !== undefined && changes[k] !== current[k]);
       if (fixed.length && (await usedBySubscriptions(organizationId, current._id))) {
-        throw new BadRequest(`The plan is used by pending or active subscriptions: its ${fixed.join(' and ')} cannot change`, 'resource_in_use');
+        throw new BadRequest(
+          `The plan is used by pending or active subscriptions: its ${fixed.join(' and ')} cannot change`,
+          'resource_in_use',
+        );
       }
       if (charges !== undefined) changes.charges = await buildCharges(organizationId, charges, current.charges ?? []);
       const updated = await uniqueWrite(

@@ -44,13 +44,19 @@ const createSubscriptionBody = z.strictObject({
   billing_time: z.enum(BILLING_TIMES).default('calendar'),
   pay_in_advance: z.boolean().default(false),
   trial_period_days: z.number().int().min(0).max(3650).optional().describe("default: the plan's"),
-  started_at: isoDateTimeInput.optional().describe("default: now (the customer's test clock time, if it is on one); in the future the subscription stays pending until then"),
+  started_at: isoDateTimeInput
+    .optional()
+    .describe("default: now (the customer's test clock time, if it is on one); in the future the subscription stays pending until then"),
   on_termination_action: z.enum(ON_TERMINATION_ACTIONS).default('generate_invoice').describe('used when cancel or delete omit it'),
 });
 
 const updateSubscriptionBody = z
   .strictObject({
-    plan_id: reference.optional().describe('id or code of the plan to change to: an upgrade is immediate, a downgrade scheduled; the current plan removes a pending downgrade'),
+    plan_id: reference
+      .optional()
+      .describe(
+        'id or code of the plan to change to: an upgrade is immediate, a downgrade scheduled; the current plan removes a pending downgrade',
+      ),
     name: subscriptionName.optional(),
   })
   .refine((b) => b.plan_id !== undefined || b.name !== undefined, { path: ['plan_id'], message: 'Required (or give name)' });
@@ -95,7 +101,10 @@ export const subscriptionRoutes: FastifyPluginAsyncZod = async (app) => {
   };
 
   async function findSubscription(organizationId: string, idOrExternalId: string): Promise<SubscriptionDoc> {
-    const doc = await Subscription.findOne({ organization_id: organizationId, $or: [{ _id: idOrExternalId }, { external_id: idOrExternalId }] }).lean();
+    const doc = await Subscription.findOne({
+      organization_id: organizationId,
+      $or: [{ _id: idOrExternalId }, { external_id: idOrExternalId }],
+    }).lean();
     if (!doc) throw new NotFound('Subscription not found', 'subscription_not_found');
     return doc;
   }
@@ -119,7 +128,12 @@ export const subscriptionRoutes: FastifyPluginAsyncZod = async (app) => {
     const plan = await Plan.findById(doc.plan_id).lean();
     const customer = await Customer.findById(doc.customer_id, { timezone: 1, test_clock_id: 1 }).lean();
     if (!plan) throw new Error(`plan ${doc.plan_id} of subscription ${doc._id} not found`);
-    return initialState(doc, planSnapshot(plan), await timezoneFor(doc.organization_id, customer?.timezone ?? null), timingFor(customer ?? {}));
+    return initialState(
+      doc,
+      planSnapshot(plan),
+      await timezoneFor(doc.organization_id, customer?.timezone ?? null),
+      timingFor(customer ?? {}),
+    );
   }
 
   /**
@@ -154,7 +168,12 @@ export const subscriptionRoutes: FastifyPluginAsyncZod = async (app) => {
   }
 
   /** The document as the workflow's first step left it, or as inserted when that cannot be had. */
-  async function afterFirstStep(log: FastifyBaseLogger, doc: SubscriptionDoc, state: SubscriptionState, clock: ClockRef | null): Promise<SubscriptionResource> {
+  async function afterFirstStep(
+    log: FastifyBaseLogger,
+    doc: SubscriptionDoc,
+    state: SubscriptionState,
+    clock: ClockRef | null,
+  ): Promise<SubscriptionResource> {
     try {
       await ensureSubscriptionWorkflow(temporal, state, clock);
       const handle = temporal.client.workflow.getHandle(workflowIds.subscription(doc._id));
@@ -207,7 +226,12 @@ export const subscriptionRoutes: FastifyPluginAsyncZod = async (app) => {
         on_termination_action: body.on_termination_action,
         state_version: 0,
       });
-      const state = initialState(draft.toObject(), planSnapshot(plan), await timezoneFor(organizationId, customer.timezone), timingFor(customer));
+      const state = initialState(
+        draft.toObject(),
+        planSnapshot(plan),
+        await timezoneFor(organizationId, customer.timezone),
+        timingFor(customer),
+      );
       draft.workflow_state = state as unknown as Record<string, unknown>;
       let doc: SubscriptionDoc;
       try {
@@ -240,7 +264,10 @@ export const subscriptionRoutes: FastifyPluginAsyncZod = async (app) => {
         filter.customer_id = customer?._id ?? customer_id;
       }
       if (plan_id !== undefined) {
-        const plan = await Plan.findOne({ organization_id: organizationId, deleted_at: null, $or: [{ _id: plan_id }, { code: plan_id }] }, { _id: 1 }).lean();
+        const plan = await Plan.findOne(
+          { organization_id: organizationId, deleted_at: null, $or: [{ _id: plan_id }, { code: plan_id }] },
+          { _id: 1 },
+        ).lean();
         filter.plan_id = plan?._id ?? plan_id;
       }
       if (status !== undefined) filter.status = status;
@@ -251,7 +278,14 @@ export const subscriptionRoutes: FastifyPluginAsyncZod = async (app) => {
 
   app.get(
     '/subscriptions/:id',
-    { schema: { tags, summary: 'Get a subscription by id or external_id', params: idParams, response: responses({ 200: subscriptionResource }) } },
+    {
+      schema: {
+        tags,
+        summary: 'Get a subscription by id or external_id',
+        params: idParams,
+        response: responses({ 200: subscriptionResource }),
+      },
+    },
     async (request) => toSubscriptionResource(await findSubscription(request.organizationId, request.params.id)),
   );
 
@@ -260,7 +294,8 @@ export const subscriptionRoutes: FastifyPluginAsyncZod = async (app) => {
     {
       schema: {
         tags,
-        summary: 'Change the plan (upgrade at once, downgrade at the next boundary, the current plan removes a pending downgrade) or the name',
+        summary:
+          'Change the plan (upgrade at once, downgrade at the next boundary, the current plan removes a pending downgrade) or the name',
         params: idParams,
         body: updateSubscriptionBody,
         response: responses({ 200: subscriptionResource }),
@@ -278,7 +313,11 @@ export const subscriptionRoutes: FastifyPluginAsyncZod = async (app) => {
       }
       if (name !== undefined) {
         // Not the workflow's: the name is no part of its state, so it is written here.
-        const updated = await Subscription.findOneAndUpdate({ _id: doc._id, organization_id: organizationId }, { $set: { name } }, { returnDocument: 'after' }).lean();
+        const updated = await Subscription.findOneAndUpdate(
+          { _id: doc._id, organization_id: organizationId },
+          { $set: { name } },
+          { returnDocument: 'after' },
+        ).lean();
         if (!updated) throw new NotFound('Subscription not found', 'subscription_not_found');
         resource = toSubscriptionResource(updated);
       }

@@ -46,12 +46,7 @@ const updateTaxBody = z.strictObject({
 const applyTaxBody = z.strictObject({
   tax_code: code.describe('the code (or id) of the tax'),
   taxable_type: z.enum(TAXABLE_TYPES),
-  taxable_id: z
-    .string()
-    .trim()
-    .min(1)
-    .max(255)
-    .describe('customer: id or external_id; plan: id or code; charge: id; add_on: id or code'),
+  taxable_id: z.string().trim().min(1).max(255).describe('customer: id or external_id; plan: id or code; charge: id; add_on: id or code'),
 });
 
 /** The shape of the `plans` documents this module reads (the plans module owns them). */
@@ -110,7 +105,9 @@ export const taxRoutes: FastifyPluginAsyncZod = async (app) => {
     const counts = await Promise.all([
       customers.length ? Customer.countDocuments({ _id: { $in: customers }, organization_id: organizationId, deleted_at: null }) : 0,
       planIds.length ? plans().countDocuments({ _id: { $in: planIds }, organization_id: organizationId, deleted_at: null }) : 0,
-      chargeIds.length ? plans().countDocuments({ organization_id: organizationId, deleted_at: null, 'charges._id': { $in: chargeIds } }) : 0,
+      chargeIds.length
+        ? plans().countDocuments({ organization_id: organizationId, deleted_at: null, 'charges._id': { $in: chargeIds } })
+        : 0,
       addOns.length ? AddOn.countDocuments({ _id: { $in: addOns }, ...live(organizationId) }) : 0,
     ]);
     return counts.reduce((a, b) => a + b, 0);
@@ -277,8 +274,7 @@ export const taxRoutes: FastifyPluginAsyncZod = async (app) => {
     {
       schema: {
         tags,
-        summary:
-          'Delete a tax (soft); refused while it is the organization default or applied to a live customer, plan, charge or add-on',
+        summary: 'Delete a tax (soft); refused while it is the organization default or applied to a live customer, plan, charge or add-on',
         params: idParams,
         response: responses({ 200: taxResource }),
       },

@@ -42,7 +42,14 @@ export const testClockRoutes: FastifyPluginAsyncZod = async (app) => {
 
   app.get(
     '/test_clocks',
-    { schema: { tags, summary: 'List test clocks, newest first', querystring: listQuery, response: responses({ 200: z.array(testClockResource) }) } },
+    {
+      schema: {
+        tags,
+        summary: 'List test clocks, newest first',
+        querystring: listQuery,
+        response: responses({ 200: z.array(testClockResource) }),
+      },
+    },
     async (request, reply) => listPage(reply, TestClock, live(request.organizationId), request.query, toTestClockResource),
   );
 
@@ -58,7 +65,8 @@ export const testClockRoutes: FastifyPluginAsyncZod = async (app) => {
       schema: {
         tags,
         summary: "Delete a test clock: its customers' workflows are terminated and its customers deleted",
-        description: 'Refused (400 test_clock_in_use) while a customer of the clock has a pending or active subscription, and (400 test_clock_advancing) while the clock advances.',
+        description:
+          'Refused (400 test_clock_in_use) while a customer of the clock has a pending or active subscription, and (400 test_clock_advancing) while the clock advances.',
         params: idParams,
         response: responses({ 200: testClockResource }),
       },
@@ -67,11 +75,22 @@ export const testClockRoutes: FastifyPluginAsyncZod = async (app) => {
       const organizationId = request.organizationId;
       const clock = await findClock(organizationId, request.params.id);
       // Deleting terminates workflows an advance is driving: wait until the clock is ready.
-      if (clock.status === 'advancing') throw new BadRequest('The test clock is advancing; delete it once it is ready', 'test_clock_advancing');
-      const customerIds = (await Customer.find({ organization_id: organizationId, test_clock_id: clock._id }, { _id: 1 }).lean()).map((c) => c._id);
+      if (clock.status === 'advancing')
+        throw new BadRequest('The test clock is advancing; delete it once it is ready', 'test_clock_advancing');
+      const customerIds = (await Customer.find({ organization_id: organizationId, test_clock_id: clock._id }, { _id: 1 }).lean()).map(
+        (c) => c._id,
+      );
       if (customerIds.length > 0) {
-        const busy = await Subscription.exists({ organization_id: organizationId, customer_id: { $in: customerIds }, status: { $in: ['pending', 'active'] } });
-        if (busy) throw new BadRequest('A customer of the test clock has a pending or active subscription; terminate it first', 'test_clock_in_use');
+        const busy = await Subscription.exists({
+          organization_id: organizationId,
+          customer_id: { $in: customerIds },
+          status: { $in: ['pending', 'active'] },
+        });
+        if (busy)
+          throw new BadRequest(
+            'A customer of the test clock has a pending or active subscription; terminate it first',
+            'test_clock_in_use',
+          );
       }
       const at = app.deps.now();
       await deleteTestClock({ db, temporal }, clock, at);
@@ -87,7 +106,7 @@ export const testClockRoutes: FastifyPluginAsyncZod = async (app) => {
         tags,
         summary: 'Advance a test clock',
         description:
-          "Answers 202 at once with status advancing; the clock is ready again once every workflow of its customers processed what fell due up to the new frozen_time. 400 while another advance is under way.",
+          'Answers 202 at once with status advancing; the clock is ready again once every workflow of its customers processed what fell due up to the new frozen_time. 400 while another advance is under way.',
         params: idParams,
         body: advanceTestClockBody,
         response: responses({ 202: testClockResource }),

@@ -73,7 +73,13 @@ export const usageThresholdRoutes: FastifyPluginAsyncZod = async (app) => {
       const organizationId = request.organizationId;
       const plan = await findPlan(app, organizationId, request.params.id);
       const { skip, limit } = request.query;
-      return listPage(reply, UsageThreshold, { organization_id: organizationId, plan_id: plan._id }, { skip, limit }, toUsageThresholdResource);
+      return listPage(
+        reply,
+        UsageThreshold,
+        { organization_id: organizationId, plan_id: plan._id },
+        { skip, limit },
+        toUsageThresholdResource,
+      );
     },
   );
 

@@ -48,7 +48,8 @@ export const usageRoutes: FastifyPluginAsyncZod = async (app) => {
         status: 'active',
         ...(wanted ? { $or: [{ _id: wanted }, { external_id: wanted }] } : {}),
       }).lean<SubscriptionDoc[]>();
-      if (candidates.length === 0) throw new NotFound(wanted ? 'Subscription not found' : 'The customer has no active subscription', 'subscription_not_found');
+      if (candidates.length === 0)
+        throw new NotFound(wanted ? 'Subscription not found' : 'The customer has no active subscription', 'subscription_not_found');
       if (candidates.length > 1) {
         throw Validation.field('subscription_id', `is required: the customer has ${candidates.length} active subscriptions`);
       }
@@ -71,9 +72,10 @@ export const usageRoutes: FastifyPluginAsyncZod = async (app) => {
       // before it was billed with the old plan): the workflow's segment start, when it has one.
       const segmentFrom = segmentStart(subscription, period);
       // Usage during a trial is not billed: the range starts when the trial ends.
-      const trialEnd = subscription.trial_period_days > 0
-        ? new Date(subscription.started_at.getTime() + subscription.trial_period_days * 86_400_000)
-        : null;
+      const trialEnd =
+        subscription.trial_period_days > 0
+          ? new Date(subscription.started_at.getTime() + subscription.trial_period_days * 86_400_000)
+          : null;
       const from = trialEnd && trialEnd > segmentFrom ? (trialEnd < period.to ? trialEnd : period.to) : segmentFrom;
       const periodDays = fullPeriodDays({ ...schedule, at: period.from });
       const usedDays = from < period.to ? countDays(from, period.to, timezone) : 0;
@@ -91,11 +93,18 @@ export const usageRoutes: FastifyPluginAsyncZod = async (app) => {
           now,
           proration,
         }),
-        loadTaxSets(db, { organizationId: request.organizationId, customerId: customer._id, planId: plan._id, chargeIds: plan.charges.map((c) => c._id) }),
+        loadTaxSets(db, {
+          organizationId: request.organizationId,
+          customerId: customer._id,
+          planId: plan._id,
+          chargeIds: plan.charges.map((c) => c._id),
+        }),
       ]);
 
       const taxes = sum(
-        usage.map((u) => computeFeeTaxes({ fee_type: 'charge', charge_id: u.charge._id, amount_cents: u.fees.amount }, taxSets).taxes_amount_cents),
+        usage.map(
+          (u) => computeFeeTaxes({ fee_type: 'charge', charge_id: u.charge._id, amount_cents: u.fees.amount }, taxSets).taxes_amount_cents,
+        ),
       );
       return toCurrentUsageResource({
         customerId: customer._id,

@@ -34,7 +34,7 @@ const walletName = z.string().trim().max(255).nullable();
 const createWalletBody = z.strictObject({
   customer_id: z.string().trim().min(1).max(255).describe('id or external_id of the customer'),
   name: walletName.optional(),
-  code: z.string().trim().min(1).max(255).nullable().optional().describe('unique among the customer\'s active wallets'),
+  code: z.string().trim().min(1).max(255).nullable().optional().describe("unique among the customer's active wallets"),
   currency: currencyCode.optional().describe("ISO 4217; default and only accepted value: the customer's currency"),
   rate_amount: positiveDecimal.optional().describe('value of one credit in currency units; default "1"'),
   priority: priority.default(1),
@@ -125,7 +125,10 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
       checkFuture(body.expiration_at, now);
       const code = body.code ?? null;
       const duplicate = () => new Conflict(`The customer already has an active wallet with code "${code}"`);
-      if (code && (await Wallet.exists({ organization_id: organizationId, customer_id: customer._id, code_slot: walletCodeSlot('', code) }))) {
+      if (
+        code &&
+        (await Wallet.exists({ organization_id: organizationId, customer_id: customer._id, code_slot: walletCodeSlot('', code) }))
+      ) {
         throw duplicate();
       }
 
@@ -168,7 +171,14 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
 
   app.get(
     '/wallets',
-    { schema: { tags, summary: 'List wallets, newest first', querystring: walletListQuery, response: responses({ 200: z.array(walletResource) }) } },
+    {
+      schema: {
+        tags,
+        summary: 'List wallets, newest first',
+        querystring: walletListQuery,
+        response: responses({ 200: z.array(walletResource) }),
+      },
+    },
     async (request, reply) => {
       const { skip, limit, customer_id, status } = request.query;
       const filter: QueryFilter<WalletDoc> = { organization_id: request.organizationId };

@@ -9,9 +9,7 @@ import { idParams, listQuery, responses, sendList } from '../http';
 import { toWebhookEndpointResource, webhookEndpointResource, webhookEndpointWithSecret } from '../../resources/webhook-endpoint';
 import { toWebhookResource, webhookResource } from '../../resources/webhook';
 
-const webhookUrl = z
-  .url({ protocol: /^https?$/, error: 'must be an http or https URL' })
-  .max(2048, 'at most 2048 characters');
+const webhookUrl = z.url({ protocol: /^https?$/, error: 'must be an http or https URL' }).max(2048, 'at most 2048 characters');
 
 const eventTypes = z
   .array(z.enum(WEBHOOK_EVENT_TYPES))
@@ -65,7 +63,14 @@ export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
 
   app.get(
     '/webhook_endpoints',
-    { schema: { tags, summary: 'List webhook endpoints', querystring: listQuery, response: responses({ 200: z.array(webhookEndpointResource) }) } },
+    {
+      schema: {
+        tags,
+        summary: 'List webhook endpoints',
+        querystring: listQuery,
+        response: responses({ 200: z.array(webhookEndpointResource) }),
+      },
+    },
     async (request, reply) => listPage(reply, WebhookEndpoint, live(request.organizationId), request.query, toWebhookEndpointResource),
   );
 
@@ -86,14 +91,24 @@ export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
         response: responses({ 200: webhookEndpointResource }),
       },
     },
-    async (request) => toWebhookEndpointResource(await updateLive(WebhookEndpoint, request.organizationId, request.params.id, request.body, endpointName)),
+    async (request) =>
+      toWebhookEndpointResource(await updateLive(WebhookEndpoint, request.organizationId, request.params.id, request.body, endpointName)),
   );
 
   app.delete(
     '/webhook_endpoints/:id',
-    { schema: { tags, summary: 'Delete a webhook endpoint (it receives nothing more)', params: idParams, response: responses({ 200: webhookEndpointResource }) } },
+    {
+      schema: {
+        tags,
+        summary: 'Delete a webhook endpoint (it receives nothing more)',
+        params: idParams,
+        response: responses({ 200: webhookEndpointResource }),
+      },
+    },
     async (request) =>
-      toWebhookEndpointResource(await softDelete(WebhookEndpoint, request.organizationId, request.params.id, app.deps.now(), endpointName, { status: 'inactive' })),
+      toWebhookEndpointResource(
+        await softDelete(WebhookEndpoint, request.organizationId, request.params.id, app.deps.now(), endpointName, { status: 'inactive' }),
+      ),
   );
 
   app.post(
@@ -141,7 +156,14 @@ export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
 
   app.get(
     '/webhooks/:id',
-    { schema: { tags, summary: 'Get a webhook delivery with its attempts', params: idParams, response: responses({ 200: webhookResource }) } },
+    {
+      schema: {
+        tags,
+        summary: 'Get a webhook delivery with its attempts',
+        params: idParams,
+        response: responses({ 200: webhookResource }),
+      },
+    },
     async (request) => {
       const webhook = await Webhook.findOne({ _id: request.params.id, organization_id: request.organizationId }).lean();
       if (!webhook) throw new NotFound('Webhook not found', 'webhook_not_found');
@@ -164,9 +186,17 @@ export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
       const existing = await Webhook.findOne(filter, { status: 1 }).lean();
       if (!existing) throw new NotFound('Webhook not found', 'webhook_not_found');
       // Only a failed delivery goes back to pending; the guard makes two concurrent retries one.
-      const reopened = await Webhook.findOneAndUpdate({ ...filter, status: 'failed' }, { $set: { status: 'pending' } }, { returnDocument: 'after' }).lean();
+      const reopened = await Webhook.findOneAndUpdate(
+        { ...filter, status: 'failed' },
+        { $set: { status: 'pending' } },
+        { returnDocument: 'after' },
+      ).lean();
       if (!reopened) throw new InvalidTransition(`Only a failed webhook can be retried (this one is ${existing.status})`);
-      await startDelivery(app.deps.temporal, { deliveryId: reopened._id, organizationId: request.organizationId, customerId: null }, 'again');
+      await startDelivery(
+        app.deps.temporal,
+        { deliveryId: reopened._id, organizationId: request.organizationId, customerId: null },
+        'again',
+      );
       return toWebhookResource(reopened);
     },
   );

@@ -46,7 +46,9 @@ export async function endTrial(ctx: StepContext, state: SubscriptionState, at: D
   const next: SubscriptionState = {
     ...state,
     trialEnded: true,
-    progressive: state.progressive.enabled ? { enabled: true, nextCheckAt: iso(new Date(at.getTime() + state.progressiveCheckMs)) } : state.progressive,
+    progressive: state.progressive.enabled
+      ? { enabled: true, nextCheckAt: iso(new Date(at.getTime() + state.progressiveCheckMs)) }
+      : state.progressive,
     version: state.version + 1,
   };
   const invoiceIds: string[] = [];

@@ -2,7 +2,20 @@
 // Cancel): the ended segment is billed, a cancellation ends the subscription there, a scheduled
 // downgrade switches, and the next period opens (in advance, with its base fee).
 import { periodFrom, type OnTerminationAction, type SubscriptionState } from '../../subscriptions/state';
-import { baseFeeLine, billAdvance, billKey, feeIdOf, iso, issue, progressiveFor, save, emit, segmentLines, type StepContext, type SubscriptionStepResult } from './shared';
+import {
+  baseFeeLine,
+  billAdvance,
+  billKey,
+  feeIdOf,
+  iso,
+  issue,
+  progressiveFor,
+  save,
+  emit,
+  segmentLines,
+  type StepContext,
+  type SubscriptionStepResult,
+} from './shared';
 
 /**
  * A period boundary: the ended segment is billed (in arrear its base fee, always its usage); a
@@ -23,10 +36,24 @@ export async function closePeriod(ctx: StepContext, state: SubscriptionState, bo
 
   if (final) {
     if (segment) {
-      const invoice = await issue(ctx, state, segment, { from: segmentFrom, to: boundary }, boundary, billKey(state, state.plan, segmentFrom, 'subscription'));
+      const invoice = await issue(
+        ctx,
+        state,
+        segment,
+        { from: segmentFrom, to: boundary },
+        boundary,
+        billKey(state, state.plan, segmentFrom, 'subscription'),
+      );
       invoiceIds.push(invoice._id);
     }
-    const next: SubscriptionState = { ...state, status: 'canceled', pendingPlan: null, downgradedAt: null, progressive: { enabled: false, nextCheckAt: null }, version: state.version + 1 };
+    const next: SubscriptionState = {
+      ...state,
+      status: 'canceled',
+      pendingPlan: null,
+      downgradedAt: null,
+      progressive: { enabled: false, nextCheckAt: null },
+      version: state.version + 1,
+    };
     return { state: next, subscription: await save(ctx, next), invoiceIds, creditNoteIds: [] };
   }
 
@@ -66,6 +93,14 @@ export async function closePeriod(ctx: StepContext, state: SubscriptionState, bo
     }
   }
   const subscription = await save(ctx, next);
-  if (switched) await emit(ctx, next, subscription, 'subscription.plan_changed', `plan_changed/${iso(boundary)}/${switched.id}/v${state.version}`, boundary);
+  if (switched)
+    await emit(
+      ctx,
+      next,
+      subscription,
+      'subscription.plan_changed',
+      `plan_changed/${iso(boundary)}/${switched.id}/v${state.version}`,
+      boundary,
+    );
   return { state: next, subscription, invoiceIds, creditNoteIds: [] };
 }

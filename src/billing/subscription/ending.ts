@@ -7,7 +7,12 @@ import type { OnTerminationAction, SubscriptionState } from '../../subscriptions
 import { billKey, creditUnused, emit, iso, issue, save, segmentLines, type StepContext, type SubscriptionStepResult } from './shared';
 
 /** POST .../cancel: active until the current period ends, then `canceled` (closePeriod). */
-export async function cancel(ctx: StepContext, state: SubscriptionState, at: Date, action: OnTerminationAction | undefined): Promise<SubscriptionStepResult> {
+export async function cancel(
+  ctx: StepContext,
+  state: SubscriptionState,
+  at: Date,
+  action: OnTerminationAction | undefined,
+): Promise<SubscriptionStepResult> {
   const next: SubscriptionState = {
     ...state,
     endingAt: state.currentPeriod!.to,
@@ -27,7 +32,12 @@ export async function cancel(ctx: StepContext, state: SubscriptionState, at: Dat
  * the base fee through the termination day); `generate_credit_note` also credits, in advance,
  * the days after the termination day.
  */
-export async function terminate(ctx: StepContext, state: SubscriptionState, at: Date, action: OnTerminationAction | undefined): Promise<SubscriptionStepResult> {
+export async function terminate(
+  ctx: StepContext,
+  state: SubscriptionState,
+  at: Date,
+  action: OnTerminationAction | undefined,
+): Promise<SubscriptionStepResult> {
   const chosen = action ?? state.onTerminationAction;
   const invoiceIds: string[] = [];
   const creditNoteIds: string[] = [];
@@ -40,12 +50,26 @@ export async function terminate(ctx: StepContext, state: SubscriptionState, at: 
     if (chosen !== 'skip' && !inTrial) {
       const lines = await segmentLines(ctx, state, state.plan, period, segmentFrom, billedUntil, at, { baseFee: !state.payInAdvance });
       if (lines && lines.fees.length > 0) {
-        const invoice = await issue(ctx, state, lines, { from: segmentFrom, to: billedUntil }, at, billKey(state, state.plan, segmentFrom, 'subscription'));
+        const invoice = await issue(
+          ctx,
+          state,
+          lines,
+          { from: segmentFrom, to: billedUntil },
+          at,
+          billKey(state, state.plan, segmentFrom, 'subscription'),
+        );
         invoiceIds.push(invoice._id);
       }
     }
     if (chosen === 'generate_credit_note' && state.payInAdvance && state.advanceFee) {
-      const credited = await creditUnused(ctx, state, billedUntil, at, 'order_cancellation', billKey(state, state.plan, billedUntil, 'termination_credit'));
+      const credited = await creditUnused(
+        ctx,
+        state,
+        billedUntil,
+        at,
+        'order_cancellation',
+        billKey(state, state.plan, billedUntil, 'termination_credit'),
+      );
       if (credited) creditNoteIds.push(credited);
     }
   }

@@ -5,7 +5,20 @@
 import { classifyPlanChange } from '../../domain/plan-change';
 import { planChangeDay } from '../../domain/proration';
 import type { PlanSnapshot, SubscriptionState } from '../../subscriptions/state';
-import { billAdvance, billKey, creditUnused, emit, feeIdOf, iso, issue, progressiveFor, save, segmentLines, type StepContext, type SubscriptionStepResult } from './shared';
+import {
+  billAdvance,
+  billKey,
+  creditUnused,
+  emit,
+  feeIdOf,
+  iso,
+  issue,
+  progressiveFor,
+  save,
+  segmentLines,
+  type StepContext,
+  type SubscriptionStepResult,
+} from './shared';
 
 /**
  * PUT with a plan: on a pending subscription the plan is replaced; the current plan removes a
@@ -13,7 +26,12 @@ import { billAdvance, billKey, creditUnused, emit, feeIdOf, iso, issue, progress
  * billed, in advance its unused base fee is credited and the new plan's prorated fee billed); a
  * lower one is scheduled for the next boundary. The workflow's validator refused the rest.
  */
-export async function changePlan(ctx: StepContext, state: SubscriptionState, target: PlanSnapshot, at: Date): Promise<SubscriptionStepResult> {
+export async function changePlan(
+  ctx: StepContext,
+  state: SubscriptionState,
+  target: PlanSnapshot,
+  at: Date,
+): Promise<SubscriptionStepResult> {
   const bump = (s: SubscriptionState): SubscriptionState => ({ ...s, version: state.version + 1 });
   if (state.status === 'pending') {
     const next = bump({ ...state, plan: target, pendingPlan: null, downgradedAt: null });
@@ -39,7 +57,14 @@ export async function changePlan(ctx: StepContext, state: SubscriptionState, tar
     const old = await segmentLines(ctx, state, state.plan, period, segmentFrom, changeDay, changeDay, { baseFee: !state.payInAdvance });
     // Outside period boundaries an invoice is only issued when it has something to bill.
     if (old && old.fees.length > 0) {
-      const invoice = await issue(ctx, state, old, { from: segmentFrom, to: changeDay }, at, billKey(state, state.plan, segmentFrom, 'subscription'));
+      const invoice = await issue(
+        ctx,
+        state,
+        old,
+        { from: segmentFrom, to: changeDay },
+        at,
+        billKey(state, state.plan, segmentFrom, 'subscription'),
+      );
       invoiceIds.push(invoice._id);
     }
   }

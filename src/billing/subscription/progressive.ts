@@ -5,7 +5,17 @@ import { fromDecimal128 } from '../../db/decimal';
 import { ZERO, sum } from '../../domain/money';
 import type { SubscriptionState } from '../../subscriptions/state';
 import { createInvoice } from '../invoices';
-import { emit, iso, progressiveCredits, progressiveFor, progressiveInvoices, save, segmentLines, type StepContext, type SubscriptionStepResult } from './shared';
+import {
+  emit,
+  iso,
+  progressiveCredits,
+  progressiveFor,
+  progressiveInvoices,
+  save,
+  segmentLines,
+  type StepContext,
+  type SubscriptionStepResult,
+} from './shared';
 
 /**
  * Progressive billing: when the segment's usage so far crosses a usage threshold of the plan
@@ -23,13 +33,23 @@ export async function checkThresholds(ctx: StepContext, state: SubscriptionState
     version: state.version + 1,
   };
   const invoiceIds: string[] = [];
-  const lines = await segmentLines(ctx, state, state.plan, period, segmentFrom, new Date(period.to), at, { baseFee: false, commitment: false, now: at });
+  const lines = await segmentLines(ctx, state, state.plan, period, segmentFrom, new Date(period.to), at, {
+    baseFee: false,
+    commitment: false,
+    now: at,
+  });
   if (lines) {
     const usage = sum(lines.fees.map((f) => f.amount_cents));
     const earlierInvoices = await progressiveInvoices(ctx, state.subscriptionId, segmentFrom);
     const billed = earlierInvoices.length > 0 ? fromDecimal128(earlierInvoices[earlierInvoices.length - 1]!.fees_amount_cents)! : ZERO;
     const thresholds = await ctx.db.models.UsageThreshold.find({ plan_id: state.plan.id }).lean();
-    if (thresholdCrossed(thresholds.map((t) => ({ amount: fromDecimal128(t.amount_cents)!, recurring: t.recurring })), billed, usage)) {
+    if (
+      thresholdCrossed(
+        thresholds.map((t) => ({ amount: fromDecimal128(t.amount_cents)!, recurring: t.recurring })),
+        billed,
+        usage,
+      )
+    ) {
       const invoice = await createInvoice(ctx.db, ctx.deps, {
         organizationId: state.organizationId,
         customerId: state.customerId,

@@ -80,7 +80,12 @@ interface Span {
  * The idempotency key of a bill: the subscription, the start of what it bills, its kind, the plan
  * and the version of the state the step started from (see the file's header).
  */
-export function billKey(state: SubscriptionState, plan: PlanSnapshot, from: Date | string, kind: 'advance' | 'subscription' | 'upgrade_credit' | 'termination_credit'): string {
+export function billKey(
+  state: SubscriptionState,
+  plan: PlanSnapshot,
+  from: Date | string,
+  kind: 'advance' | 'subscription' | 'upgrade_credit' | 'termination_credit',
+): string {
   return `${state.subscriptionId}/${typeof from === 'string' ? from : iso(from)}/${kind}/${plan.id}/v${state.version}`;
 }
 
@@ -97,7 +102,14 @@ async function planView(ctx: StepContext, id: string): Promise<PlanView> {
 }
 
 /** `[from, to)` of `period` on `plan`: the days billed (after the trial unless `trial` is false) and its base fee. */
-function segmentOf(state: SubscriptionState, plan: PlanSnapshot, period: PeriodState, from: Date, to: Date, trial = true): SegmentProration | null {
+function segmentOf(
+  state: SubscriptionState,
+  plan: PlanSnapshot,
+  period: PeriodState,
+  from: Date,
+  to: Date,
+  trial = true,
+): SegmentProration | null {
   return prorateSegment({
     schedule: scheduleOf(state, plan.interval),
     periodFrom: new Date(period.from),
@@ -127,7 +139,14 @@ export async function baseFeeLine(state: SubscriptionState, period: PeriodState,
 }
 
 /** An invoice holding only the base fee of `period` from `from`, billed in advance. */
-export async function billAdvance(ctx: StepContext, state: SubscriptionState, period: PeriodState, from: Date, at: Date, key: string): Promise<InvoiceDoc | null> {
+export async function billAdvance(
+  ctx: StepContext,
+  state: SubscriptionState,
+  period: PeriodState,
+  from: Date,
+  at: Date,
+  key: string,
+): Promise<InvoiceDoc | null> {
   const line = await baseFeeLine(state, period, from);
   if (!line) return null;
   const span = { from, to: new Date(period.to) };
@@ -190,7 +209,15 @@ async function metricsWithEvents(ctx: StepContext, state: SubscriptionState, fro
 /** A charge's lines: one per bucket that has events or an amount, and the minimum's true-up. */
 function chargeLines({ charge, aggregations, fees }: ChargeUsage): PricedFee[] {
   const lines: PricedFee[] = [];
-  const push = (key: string, filterId: string | undefined, amount: Decimal, units: Decimal, events: number, unitAmount: Decimal, name?: string | null) => {
+  const push = (
+    key: string,
+    filterId: string | undefined,
+    amount: Decimal,
+    units: Decimal,
+    events: number,
+    unitAmount: Decimal,
+    name?: string | null,
+  ) => {
     if (events === 0 && amount.isZero()) return;
     lines.push({
       key,
@@ -204,11 +231,27 @@ function chargeLines({ charge, aggregations, fees }: ChargeUsage): PricedFee[] {
       unit_amount_cents: unitAmount,
     });
   };
-  push(`charge/${charge._id}`, undefined, fees.default.amount, aggregations.default.units, aggregations.default.eventsCount, fees.default.unitAmount, charge.invoice_display_name);
+  push(
+    `charge/${charge._id}`,
+    undefined,
+    fees.default.amount,
+    aggregations.default.units,
+    aggregations.default.eventsCount,
+    fees.default.unitAmount,
+    charge.invoice_display_name,
+  );
   charge.filters.forEach((filter, i) => {
     const bucket = fees.filters[i]!;
     const aggregation = aggregations.filters[i]!;
-    push(`charge/${charge._id}/filter/${filter._id}`, filter._id, bucket.amount, aggregation.units, aggregation.eventsCount, bucket.unitAmount, filter.invoice_display_name ?? charge.invoice_display_name);
+    push(
+      `charge/${charge._id}/filter/${filter._id}`,
+      filter._id,
+      bucket.amount,
+      aggregation.units,
+      aggregation.eventsCount,
+      bucket.unitAmount,
+      filter.invoice_display_name ?? charge.invoice_display_name,
+    );
   });
   if (fees.minTrueUp.greaterThan(0)) {
     push(`charge/${charge._id}/minimum`, undefined, fees.minTrueUp, ZERO, 0, ZERO, charge.invoice_display_name);
@@ -217,9 +260,18 @@ function chargeLines({ charge, aggregations, fees }: ChargeUsage): PricedFee[] {
 }
 
 /** An invoice of `lines`, labelled with `period` (what its base fee pays for, else what it measured). */
-export async function issue(ctx: StepContext, state: SubscriptionState, lines: Lines, period: Span, at: Date, key: string): Promise<InvoiceDoc> {
+export async function issue(
+  ctx: StepContext,
+  state: SubscriptionState,
+  lines: Lines,
+  period: Span,
+  at: Date,
+  key: string,
+): Promise<InvoiceDoc> {
   const commitment = lines.commitment ? await ctx.db.models.Commitment.findOne({ plan_id: lines.plan.id }).lean() : null;
-  const progressive = lines.commitment ? await progressiveInvoices(ctx, state.subscriptionId, new Date(state.segmentFrom ?? state.currentPeriod!.from)) : [];
+  const progressive = lines.commitment
+    ? await progressiveInvoices(ctx, state.subscriptionId, new Date(state.segmentFrom ?? state.currentPeriod!.from))
+    : [];
   return createInvoice(ctx.db, ctx.deps, {
     organizationId: state.organizationId,
     customerId: state.customerId,
@@ -233,7 +285,9 @@ export async function issue(ctx: StepContext, state: SubscriptionState, lines: L
     periodEndedAt: period.to,
     linesPeriod: lines.span,
     assembly: {
-      ...(commitment ? { minimum_commitment: { amount_cents: fromDecimal128(commitment.amount_cents)! }, commitment_proration: lines.proration } : {}),
+      ...(commitment
+        ? { minimum_commitment: { amount_cents: fromDecimal128(commitment.amount_cents)! }, commitment_proration: lines.proration }
+        : {}),
       ...(progressive.length > 0 ? { progressive_billing_credits: progressiveCredits(progressive) } : {}),
     },
     // Without a grace period the invoice is finalized before the step returns, so that periods
@@ -259,14 +313,23 @@ export async function progressiveInvoices(ctx: StepContext, subscriptionId: stri
 export function progressiveCredits(invoices: InvoiceDoc[]) {
   return invoices.map((inv) => ({
     invoice_id: inv._id,
-    amount_cents: (fromDecimal128(inv.fees_amount_cents) ?? ZERO).minus(fromDecimal128(inv.progressive_billing_credit_amount_cents) ?? ZERO),
+    amount_cents: (fromDecimal128(inv.fees_amount_cents) ?? ZERO).minus(
+      fromDecimal128(inv.progressive_billing_credit_amount_cents) ?? ZERO,
+    ),
   }));
 }
 
 // ---- credit notes -------------------------------------------------------------------------
 
 /** The unused part of the in-advance base fee from `from` to the period end, as a credit note. */
-export async function creditUnused(ctx: StepContext, state: SubscriptionState, from: Date, at: Date, reason: 'order_change' | 'order_cancellation', key: string): Promise<string | null> {
+export async function creditUnused(
+  ctx: StepContext,
+  state: SubscriptionState,
+  from: Date,
+  at: Date,
+  reason: 'order_change' | 'order_cancellation',
+  key: string,
+): Promise<string | null> {
   const period = state.currentPeriod!;
   const advance = state.advanceFee!;
   // The advance fee was billed on the current plan: credits happen before any switch.
@@ -307,7 +370,12 @@ async function finalizeNow(ctx: StepContext, invoiceId: string): Promise<void> {
 
 // ---- state, projection and events ---------------------------------------------------------
 
-export async function progressiveFor(ctx: StepContext, plan: PlanSnapshot, from: Date, checkMs: number): Promise<SubscriptionState['progressive']> {
+export async function progressiveFor(
+  ctx: StepContext,
+  plan: PlanSnapshot,
+  from: Date,
+  checkMs: number,
+): Promise<SubscriptionState['progressive']> {
   const count = await ctx.db.models.UsageThreshold.countDocuments({ plan_id: plan.id });
   return count > 0 ? { enabled: true, nextCheckAt: iso(new Date(from.getTime() + checkMs)) } : { enabled: false, nextCheckAt: null };
 }

@@ -91,7 +91,9 @@ export const invoiceSchema = new Schema<InvoiceDoc>(
     prepaid_credit_amount: money,
     total: money,
     applied_taxes: {
-      type: [{ _id: false, tax_id: String, tax_code: String, tax_rate: Decimal128, fees_amount_cents: Decimal128, amount_cents: Decimal128 }],
+      type: [
+        { _id: false, tax_id: String, tax_code: String, tax_rate: Decimal128, fees_amount_cents: Decimal128, amount_cents: Decimal128 },
+      ],
       default: [],
     },
     applied_coupons: {

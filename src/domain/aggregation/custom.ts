@@ -8,10 +8,6 @@ import { aggregateSum } from './sum';
  * per-event Ruby aggregator has no equivalent here. A custom metric is never recurring (only sum,
  * unique_count and weighted_sum may be), so the window always has its lower bound.
  */
-export function aggregateCustom(
-  metric: AggregationMetric,
-  events: readonly UsageEvent[],
-  context: AggregationContext,
-): AggregationResult {
+export function aggregateCustom(metric: AggregationMetric, events: readonly UsageEvent[], context: AggregationContext): AggregationResult {
   return aggregateSum({ ...metric, recurring: false }, events, context);
 }

@@ -19,8 +19,7 @@ export interface DailyUsageRow {
 export type DailyCombine = 'add' | 'max';
 
 export type DailyRollUpSupport =
-  | { readonly exact: true; readonly combine: DailyCombine }
-  | { readonly exact: false; readonly reason: string };
+  { readonly exact: true; readonly combine: DailyCombine } | { readonly exact: false; readonly reason: string };
 
 /**
  * Whether a daily pre-aggregate gives exactly what the raw events give, and why not when it does not.
@@ -84,9 +83,7 @@ function combineOf(metric: AggregationMetric): DailyCombine {
  * skips an event without a numeric value, and no row should be created for it). `count` counts 1
  * for every event, like the raw aggregation.
  */
-export function dailyContributionReader(
-  metric: AggregationMetric,
-): (event: UsageEvent) => { combine: DailyCombine; value: Dec } | null {
+export function dailyContributionReader(metric: AggregationMetric): (event: UsageEvent) => { combine: DailyCombine; value: Dec } | null {
   const combine = combineOf(metric);
   if (metric.aggregation_type === 'count') return () => ({ combine, value: new Dec(1) });
   const read = eventValueReader(metric);
@@ -101,11 +98,7 @@ export function dailyContributionReader(
  * and the reference the tests compare ingestion against). `dayOf` maps a timestamp to its local date
  * key; time zones are the caller's business. Rows come out sorted by that key.
  */
-export function rollUpDaily(
-  metric: AggregationMetric,
-  events: readonly UsageEvent[],
-  dayOf: (timestamp: Date) => string,
-): DailyUsageRow[] {
+export function rollUpDaily(metric: AggregationMetric, events: readonly UsageEvent[], dayOf: (timestamp: Date) => string): DailyUsageRow[] {
   const contribution = dailyContributionReader(metric);
   const rows = new Map<string, DailyUsageRow>();
   for (const event of events) {

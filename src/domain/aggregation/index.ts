@@ -12,15 +12,7 @@ import { aggregateWeightedSum } from './weighted-sum';
 export * from './metric';
 export * from './daily';
 export * from './schema';
-export {
-  aggregateCount,
-  aggregateCustom,
-  aggregateLatest,
-  aggregateMax,
-  aggregateSum,
-  aggregateUniqueCount,
-  aggregateWeightedSum,
-};
+export { aggregateCount, aggregateCustom, aggregateLatest, aggregateMax, aggregateSum, aggregateUniqueCount, aggregateWeightedSum };
 
 /**
  * An aggregation as `aggregate` returns it: the shared result, plus the weighted_sum closing level a
@@ -37,11 +29,7 @@ export type MetricAggregation = AggregationResult & {
  * applies the metric's rounding. The caller may pass more events than the period's: the window is
  * applied here (recurring sum and unique_count reach back to the subscription start).
  */
-export function aggregate(
-  metric: AggregationMetric,
-  events: readonly UsageEvent[],
-  context: AggregationContext,
-): MetricAggregation {
+export function aggregate(metric: AggregationMetric, events: readonly UsageEvent[], context: AggregationContext): MetricAggregation {
   const raw = aggregateRaw(metric, events, context);
   return {
     ...raw,

@@ -3,23 +3,11 @@ import { Dec } from '../money';
 import { evaluateExpression, numericValue, ownProperty, parseExpression, roundToDigits } from '../expression';
 import type { AggregationResult, UsageEvent } from '../usage-types';
 
-export const AGGREGATION_TYPES = [
-  'count',
-  'sum',
-  'max',
-  'unique_count',
-  'weighted_sum',
-  'latest',
-  'custom',
-] as const;
+export const AGGREGATION_TYPES = ['count', 'sum', 'max', 'unique_count', 'weighted_sum', 'latest', 'custom'] as const;
 export type AggregationType = (typeof AGGREGATION_TYPES)[number];
 
 /** billing-rules.md, Usage: only these carry over from one period to the next. */
-export const RECURRING_AGGREGATION_TYPES = [
-  'sum',
-  'unique_count',
-  'weighted_sum',
-] as const satisfies readonly AggregationType[];
+export const RECURRING_AGGREGATION_TYPES = ['sum', 'unique_count', 'weighted_sum'] as const satisfies readonly AggregationType[];
 
 export const ROUNDING_FUNCTIONS = ['round', 'ceil', 'floor'] as const;
 export type RoundingFunction = (typeof ROUNDING_FUNCTIONS)[number];
@@ -47,11 +35,7 @@ export interface AggregationContext {
 }
 
 /** One aggregation type; it returns unrounded units, `aggregate` applies the metric's rounding. */
-export type Aggregator = (
-  metric: AggregationMetric,
-  events: readonly UsageEvent[],
-  context: AggregationContext,
-) => AggregationResult;
+export type Aggregator = (metric: AggregationMetric, events: readonly UsageEvent[], context: AggregationContext) => AggregationResult;
 
 export type EventValueReader = (properties: Readonly<Record<string, unknown>>) => Dec | null;
 
@@ -126,10 +110,7 @@ export function sortByTimestamp<E extends { timestamp: Date }>(events: readonly 
 }
 
 /** Each event's value, skipping those without one, in the order given. */
-export function contributingValues(
-  read: EventValueReader,
-  events: readonly UsageEvent[],
-): { event: UsageEvent; value: Dec }[] {
+export function contributingValues(read: EventValueReader, events: readonly UsageEvent[]): { event: UsageEvent; value: Dec }[] {
   const out: { event: UsageEvent; value: Dec }[] = [];
   for (const event of events) {
     const value = read(event.properties);

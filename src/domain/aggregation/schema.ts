@@ -23,12 +23,7 @@ export const aggregationSettingsFields = z.object({
   expression: z.string().max(MAX_EXPRESSION_LENGTH).nullish(),
   recurring: z.boolean().default(false),
   rounding_function: z.enum(ROUNDING_FUNCTIONS).nullish(),
-  rounding_precision: z
-    .number()
-    .int()
-    .min(ROUNDING_PRECISION_RANGE.min)
-    .max(ROUNDING_PRECISION_RANGE.max)
-    .nullish(),
+  rounding_precision: z.number().int().min(ROUNDING_PRECISION_RANGE.min).max(ROUNDING_PRECISION_RANGE.max).nullish(),
 });
 
 type AggregationSettingsInput = Pick<
@@ -52,10 +47,7 @@ export function checkAggregationSettings(value: AggregationSettingsInput, ctx: z
     ctx.addIssue({
       code: 'custom',
       path: ['field_name'],
-      message:
-        type === 'custom'
-          ? 'field_name is required for custom without an expression'
-          : `field_name is required for ${type}`,
+      message: type === 'custom' ? 'field_name is required for custom without an expression' : `field_name is required for ${type}`,
     });
   }
   if (value.recurring && !isRecurringAggregation(type)) {

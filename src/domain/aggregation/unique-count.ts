@@ -2,14 +2,7 @@ import Decimal from 'decimal.js';
 import { Dec } from '../money';
 import { ownProperty } from '../expression';
 import type { AggregationResult, UsageEvent } from '../usage-types';
-import {
-  eventValueReader,
-  eventsInWindow,
-  hasExpression,
-  result,
-  type AggregationContext,
-  type AggregationMetric,
-} from './metric';
+import { eventValueReader, eventsInWindow, hasExpression, result, type AggregationContext, type AggregationMetric } from './metric';
 
 export const OPERATION_TYPE_PROPERTY = 'operation_type';
 

@@ -26,9 +26,6 @@ export type CustomProperties = z.output<typeof propertiesSchema>;
 export function compute(properties: CustomProperties, aggregation: AggregationResult): ChargeModelResult {
   const { units, eventsCount } = aggregation;
   // A fixed amount "for the period" is due whatever the usage, zero included.
-  const amount =
-    properties.custom_amount !== undefined
-      ? dec(properties.custom_amount)
-      : units.times(dec(properties.unit_price ?? 0));
+  const amount = properties.custom_amount !== undefined ? dec(properties.custom_amount) : units.times(dec(properties.unit_price ?? 0));
   return modelResult(amount, units, eventsCount);
 }

@@ -30,10 +30,7 @@ export const propertiesSchema = z.strictObject({
 
 export type GraduatedPercentageProperties = z.output<typeof propertiesSchema>;
 
-export function compute(
-  properties: GraduatedPercentageProperties,
-  aggregation: AggregationResult,
-): ChargeModelResult {
+export function compute(properties: GraduatedPercentageProperties, aggregation: AggregationResult): ChargeModelResult {
   const { units, eventsCount } = aggregation;
   // Like graduated, the first tier's flat amount is due at zero units (lago-reference.md 2.6).
   const amount = sumGraduatedTiers(properties.graduated_percentage_ranges, units, (tier, unitsInTier) =>

@@ -1,14 +1,7 @@
 import { z } from 'zod';
 import { dec } from '../money';
 import type { AggregationResult } from '../usage-types';
-import {
-  amountSchema,
-  type ChargeModelResult,
-  checkContiguousTiers,
-  modelResult,
-  sumGraduatedTiers,
-  tierBoundsShape,
-} from './shared';
+import { amountSchema, type ChargeModelResult, checkContiguousTiers, modelResult, sumGraduatedTiers, tierBoundsShape } from './shared';
 
 /**
  * `{ graduated_ranges: [{ from_value, to_value, per_unit_amount, flat_amount }] }`: each tier prices

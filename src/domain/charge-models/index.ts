@@ -87,11 +87,7 @@ export function chargePropertiesSchema<M extends ChargeModel>(model: M): (typeof
  * storage as plain JSON), which also fills defaults; invalid ones throw the ZodError, since plan
  * creation should have refused them.
  */
-export function computeChargeModel(
-  model: ChargeModel,
-  properties: unknown,
-  aggregation: AggregationResult,
-): ChargeModelResult {
+export function computeChargeModel(model: ChargeModel, properties: unknown, aggregation: AggregationResult): ChargeModelResult {
   switch (model) {
     case 'standard':
       return standard.compute(standard.propertiesSchema.parse(properties), aggregation);

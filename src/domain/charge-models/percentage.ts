@@ -85,8 +85,7 @@ function aggregateAmount(t: Terms, aggregation: AggregationResult): Dec {
 
   const paidUnits = units.minus(freeValue);
   const percentagePart = paidUnits.gt(0) ? paidUnits.times(t.rate).div(100) : ZERO;
-  const fixedPart =
-    units.isZero() || freeEvents >= eventsCount ? ZERO : t.fixedAmount.times(eventsCount - freeEvents);
+  const fixedPart = units.isZero() || freeEvents >= eventsCount ? ZERO : t.fixedAmount.times(eventsCount - freeEvents);
   return percentagePart.plus(fixedPart);
 }
 
@@ -122,7 +121,6 @@ function perTransactionAmount(t: Terms, aggregation: AggregationResult): Dec {
 
 export function compute(properties: PercentageProperties, aggregation: AggregationResult): ChargeModelResult {
   const t = terms(properties);
-  const amount =
-    t.min !== undefined || t.max !== undefined ? perTransactionAmount(t, aggregation) : aggregateAmount(t, aggregation);
+  const amount = t.min !== undefined || t.max !== undefined ? perTransactionAmount(t, aggregation) : aggregateAmount(t, aggregation);
   return modelResult(amount, aggregation.units, aggregation.eventsCount);
 }

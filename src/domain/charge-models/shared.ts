@@ -99,11 +99,7 @@ export function checkContiguousTiers(tiers: readonly TierBounds[], ctx: z.Refine
     const previous = i > 0 ? tiers[i - 1] : undefined;
     if (previous === undefined || previous.to_value === null) return;
     const pairStyle =
-      tier.from_value === previous.to_value
-        ? 'adjacent'
-        : tier.from_value === previous.to_value + 1
-          ? 'classic'
-          : undefined;
+      tier.from_value === previous.to_value ? 'adjacent' : tier.from_value === previous.to_value + 1 ? 'classic' : undefined;
     if (pairStyle === undefined) {
       ctx.addIssue({
         code: 'custom',
@@ -144,8 +140,7 @@ export function sumGraduatedTiers<T extends TierBounds>(
   for (const tier of tiers) {
     const upTo = tier.to_value !== null && units.gte(tier.to_value) ? dec(tier.to_value) : units;
     // Classic tiers count both ends (11-20 holds 10 units); adjacent ones are half-open.
-    const unitsInTier =
-      tier.from_value === 0 ? upTo : adjacent ? upTo.minus(tier.from_value) : upTo.minus(tier.from_value).plus(1);
+    const unitsInTier = tier.from_value === 0 ? upTo : adjacent ? upTo.minus(tier.from_value) : upTo.minus(tier.from_value).plus(1);
     total = total.plus(priceTier(tier, unitsInTier));
     if (tier.to_value === null || units.lte(tier.to_value)) break;
   }

@@ -27,9 +27,7 @@ export function compute(properties: VolumeProperties, aggregation: AggregationRe
   // from_value is compared with ceil(units) so that 100.5 units land in a classic 101-200 tier
   // instead of falling in the gap between 100 and 101 (lago-reference.md 2.3).
   const roundedUp = units.ceil();
-  const tier = properties.volume_ranges.find(
-    (t) => roundedUp.gte(t.from_value) && (t.to_value === null || units.lte(t.to_value)),
-  );
+  const tier = properties.volume_ranges.find((t) => roundedUp.gte(t.from_value) && (t.to_value === null || units.lte(t.to_value)));
   // Only negative units match no tier, and those price at 0 anyway.
   if (tier === undefined) return modelResult(ZERO, units, eventsCount);
   return modelResult(units.times(dec(tier.per_unit_amount)).plus(dec(tier.flat_amount)), units, eventsCount);

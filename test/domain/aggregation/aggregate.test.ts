@@ -42,6 +42,8 @@ describe('aggregate', () => {
   });
 
   it('throws on an unknown type that slipped past validation', () => {
-    expect(() => aggregate(metric({ aggregation_type: 'sum_agg' as AggregationType }), events, march)).toThrow(/unknown aggregation_type sum_agg/);
+    expect(() => aggregate(metric({ aggregation_type: 'sum_agg' as AggregationType }), events, march)).toThrow(
+      /unknown aggregation_type sum_agg/,
+    );
   });
 });

@@ -19,7 +19,12 @@ describe('custom aggregation', () => {
       '24.75',
       ['22', '2.75'],
     ],
-    ['negative contributions subtract', [ev('2024-03-02T00:00:00Z', { cpu_seconds: -3, memory_mb: 0 }), ev('2024-03-03T00:00:00Z', { cpu_seconds: 1, memory_mb: 0 })], '-4', ['-6', '2']],
+    [
+      'negative contributions subtract',
+      [ev('2024-03-02T00:00:00Z', { cpu_seconds: -3, memory_mb: 0 }), ev('2024-03-03T00:00:00Z', { cpu_seconds: 1, memory_mb: 0 })],
+      '-4',
+      ['-6', '2'],
+    ],
   ])('%s -> %s', (_label, events, units, values) => {
     const result = aggregate(custom, events, march);
     expect(result.units.toFixed()).toBe(units);
@@ -37,7 +42,9 @@ describe('custom aggregation', () => {
 
   it('without an expression sums field_name', () => {
     const m = metric({ aggregation_type: 'custom', field_name: 'value' });
-    expect(aggregate(m, [ev('2024-03-02T00:00:00Z', { value: 2 }), ev('2024-03-03T00:00:00Z', { value: '3.5' })], march).units.toFixed()).toBe('5.5');
+    expect(
+      aggregate(m, [ev('2024-03-02T00:00:00Z', { value: 2 }), ev('2024-03-03T00:00:00Z', { value: '3.5' })], march).units.toFixed(),
+    ).toBe('5.5');
   });
 
   it('rounds the sum, not the events', () => {
@@ -47,7 +54,10 @@ describe('custom aggregation', () => {
   });
 
   it('is never recurring: events before the period are not summed', () => {
-    const events = [ev('2024-02-02T00:00:00Z', { cpu_seconds: 1, memory_mb: 0 }), ev('2024-03-02T00:00:00Z', { cpu_seconds: 1, memory_mb: 0 })];
+    const events = [
+      ev('2024-02-02T00:00:00Z', { cpu_seconds: 1, memory_mb: 0 }),
+      ev('2024-03-02T00:00:00Z', { cpu_seconds: 1, memory_mb: 0 }),
+    ];
     expect(aggregate({ ...custom, recurring: true }, events, march).units.toFixed()).toBe('2');
   });
 

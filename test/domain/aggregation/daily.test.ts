@@ -38,7 +38,10 @@ describe('dailyRollUpSupport', () => {
   it('says how each exact type combines at ingestion, and why the others are not exact', () => {
     expect(dailyRollUpSupport(metric({ aggregation_type: 'max' }))).toEqual({ exact: true, combine: 'max' });
     expect(dailyRollUpSupport(metric({ aggregation_type: 'custom', expression: 'a' }))).toEqual({ exact: true, combine: 'add' });
-    expect(dailyRollUpSupport(metric({ aggregation_type: 'weighted_sum' }))).toMatchObject({ exact: false, reason: expect.stringContaining('time') });
+    expect(dailyRollUpSupport(metric({ aggregation_type: 'weighted_sum' }))).toMatchObject({
+      exact: false,
+      reason: expect.stringContaining('time'),
+    });
   });
 });
 
@@ -106,7 +109,9 @@ describe('daily rows', () => {
 const DAY = 86_400_000;
 const propertyValue = fc.oneof(
   fc.integer({ min: -1_000_000, max: 1_000_000 }),
-  fc.tuple(fc.integer({ min: -99_999, max: 99_999 }), fc.integer({ min: 0, max: 9999 })).map(([i, f]) => `${i}.${String(f).padStart(4, '0')}`),
+  fc
+    .tuple(fc.integer({ min: -99_999, max: 99_999 }), fc.integer({ min: 0, max: 9999 }))
+    .map(([i, f]) => `${i}.${String(f).padStart(4, '0')}`),
   fc.constantFrom('abc', '1e3', '', null),
 );
 const randomEvent: fc.Arbitrary<UsageEvent> = fc
@@ -148,7 +153,8 @@ describe('daily roll-up properties', () => {
     fc.assert(
       fc.property(rollUpMetric, fc.array(randomEvent, { maxLength: 30 }), fc.infiniteStream(fc.nat()), (m, events, seeds) => {
         const shuffled = [...events].sort(() => (seeds.next().value % 3) - 1);
-        const key = (rows: ReturnType<typeof rollUpDaily>) => rows.map((r) => `${String(r.usage_date)}=${r.usage_value.toFixed()}/${r.events_count}`);
+        const key = (rows: ReturnType<typeof rollUpDaily>) =>
+          rows.map((r) => `${String(r.usage_date)}=${r.usage_value.toFixed()}/${r.events_count}`);
         expect(key(rollUpDaily(m, shuffled, utcDay))).toEqual(key(rollUpDaily(m, events, utcDay)));
       }),
       { numRuns: 200 },

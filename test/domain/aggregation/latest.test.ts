@@ -7,11 +7,35 @@ const latest = metric({ aggregation_type: 'latest', field_name: 'storage' });
 describe('latest aggregation', () => {
   it.each([
     ['no events -> 0', [], '0', 0],
-    ['Lago: 5, 7, 6 in time order -> 6', [ev('2024-03-02T00:00:00Z', { storage: 5 }), ev('2024-03-03T00:00:00Z', { storage: 7 }), ev('2024-03-04T00:00:00Z', { storage: 6 })], '6', 3],
-    ['by timestamp, not input order', [ev('2024-03-04T00:00:00Z', { storage: 6 }), ev('2024-03-09T00:00:00Z', { storage: '8.5' }), ev('2024-03-03T00:00:00Z', { storage: 7 })], '8.5', 3],
+    [
+      'Lago: 5, 7, 6 in time order -> 6',
+      [ev('2024-03-02T00:00:00Z', { storage: 5 }), ev('2024-03-03T00:00:00Z', { storage: 7 }), ev('2024-03-04T00:00:00Z', { storage: 6 })],
+      '6',
+      3,
+    ],
+    [
+      'by timestamp, not input order',
+      [
+        ev('2024-03-04T00:00:00Z', { storage: 6 }),
+        ev('2024-03-09T00:00:00Z', { storage: '8.5' }),
+        ev('2024-03-03T00:00:00Z', { storage: 7 }),
+      ],
+      '8.5',
+      3,
+    ],
     ['a negative latest value is 0', [ev('2024-03-02T00:00:00Z', { storage: 5 }), ev('2024-03-03T00:00:00Z', { storage: -2 })], '0', 2],
-    ['a latest non-numeric event is skipped: the one before wins', [ev('2024-03-02T00:00:00Z', { storage: 5 }), ev('2024-03-03T00:00:00Z', { storage: 'n/a' })], '5', 1],
-    ['a later event outside the period does not count', [ev('2024-03-02T00:00:00Z', { storage: 5 }), ev('2024-04-01T00:00:00Z', { storage: 9 })], '5', 1],
+    [
+      'a latest non-numeric event is skipped: the one before wins',
+      [ev('2024-03-02T00:00:00Z', { storage: 5 }), ev('2024-03-03T00:00:00Z', { storage: 'n/a' })],
+      '5',
+      1,
+    ],
+    [
+      'a later event outside the period does not count',
+      [ev('2024-03-02T00:00:00Z', { storage: 5 }), ev('2024-04-01T00:00:00Z', { storage: 9 })],
+      '5',
+      1,
+    ],
     ['an earlier event outside the period does not count', [ev('2024-02-20T00:00:00Z', { storage: 5 })], '0', 0],
   ])('%s', (_label, events, units, eventsCount) => {
     const result = aggregate(latest, events, march);
@@ -27,7 +51,11 @@ describe('latest aggregation', () => {
 
   it('uses the expression and rounds the latest value', () => {
     const events = [ev('2024-03-02T00:00:00Z', { bytes: 3_000_000_000 }), ev('2024-03-03T00:00:00Z', { bytes: 1_610_612_736 })];
-    const result = aggregate({ ...latest, expression: 'bytes / 1073741824', rounding_function: 'round', rounding_precision: 2 }, events, march);
+    const result = aggregate(
+      { ...latest, expression: 'bytes / 1073741824', rounding_function: 'round', rounding_precision: 2 },
+      events,
+      march,
+    );
     expect(result.units.toFixed()).toBe('1.5');
     expect(strings(result.perEventValues)[1]).toBe('1.5');
   });

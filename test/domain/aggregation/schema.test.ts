@@ -15,7 +15,10 @@ describe('aggregation settings schema', () => {
     ['recurring sum', { aggregation_type: 'sum', field_name: 'gb', recurring: true }],
     ['recurring unique_count', { aggregation_type: 'unique_count', field_name: 'user_id', recurring: true }],
     ['recurring weighted_sum', { aggregation_type: 'weighted_sum', field_name: 'gb', recurring: true }],
-    ['max, latest with nulls', { aggregation_type: 'latest', field_name: 'gb', expression: null, rounding_function: null, rounding_precision: null }],
+    [
+      'max, latest with nulls',
+      { aggregation_type: 'latest', field_name: 'gb', expression: null, rounding_function: null, rounding_precision: null },
+    ],
     ['custom with an expression and no field_name', { aggregation_type: 'custom', expression: 'cpu_seconds * 2 + memory_mb / 1024' }],
     ['custom with a field_name and no expression', { aggregation_type: 'custom', field_name: 'x' }],
     ['sum with an expression', { aggregation_type: 'sum', field_name: 'gb', expression: 'round(bytes / 1073741824, 3)' }],
@@ -28,9 +31,24 @@ describe('aggregation settings schema', () => {
 
   it.each([
     ['sum without field_name', { aggregation_type: 'sum' }, 'field_name', 'field_name is required for sum'],
-    ['weighted_sum with a null field_name', { aggregation_type: 'weighted_sum', field_name: null }, 'field_name', 'field_name is required for weighted_sum'],
-    ['custom without expression nor field_name', { aggregation_type: 'custom' }, 'field_name', 'field_name is required for custom without an expression'],
-    ['sum with an expression but no field_name', { aggregation_type: 'sum', expression: 'a * 2' }, 'field_name', 'field_name is required for sum'],
+    [
+      'weighted_sum with a null field_name',
+      { aggregation_type: 'weighted_sum', field_name: null },
+      'field_name',
+      'field_name is required for weighted_sum',
+    ],
+    [
+      'custom without expression nor field_name',
+      { aggregation_type: 'custom' },
+      'field_name',
+      'field_name is required for custom without an expression',
+    ],
+    [
+      'sum with an expression but no field_name',
+      { aggregation_type: 'sum', expression: 'a * 2' },
+      'field_name',
+      'field_name is required for sum',
+    ],
     ['an empty field_name', { aggregation_type: 'max', field_name: '' }, 'field_name', ''],
     ['recurring count', { aggregation_type: 'count', recurring: true }, 'recurring', 'count cannot be recurring'],
     ['recurring max', { aggregation_type: 'max', field_name: 'x', recurring: true }, 'recurring', 'max cannot be recurring'],
@@ -52,11 +70,11 @@ describe('aggregation settings schema', () => {
   });
 
   it('reports every broken rule at once', () => {
-    expect(issues({ aggregation_type: 'max', recurring: true, expression: 'f(' }).map((i) => i.path).sort()).toEqual([
-      'expression',
-      'field_name',
-      'recurring',
-    ]);
+    expect(
+      issues({ aggregation_type: 'max', recurring: true, expression: 'f(' })
+        .map((i) => i.path)
+        .sort(),
+    ).toEqual(['expression', 'field_name', 'recurring']);
   });
 
   it('defaults recurring to false', () => {
@@ -64,9 +82,7 @@ describe('aggregation settings schema', () => {
   });
 
   it('composes into a larger body schema', () => {
-    const body = z
-      .object({ code: z.string(), ...aggregationSettingsFields.shape })
-      .superRefine(checkAggregationSettings);
+    const body = z.object({ code: z.string(), ...aggregationSettingsFields.shape }).superRefine(checkAggregationSettings);
     expect(body.safeParse({ code: 'cpu', aggregation_type: 'sum', field_name: 'x' }).success).toBe(true);
     expect(body.safeParse({ code: 'cpu', aggregation_type: 'sum' }).success).toBe(false);
   });

@@ -49,7 +49,14 @@ describe('weighted_sum aggregation', () => {
       '30',
     ],
     ['metered ignores an initial level', metered, lagoEvents, { initialLevel: new Dec(1000) }, '14.83870967741935483871', '30'],
-    ['recurring adds the initial level over the whole period: 460/31 + 5', recurring, lagoEvents, { initialLevel: new Dec(5) }, '19.83870967741935483871', '35'],
+    [
+      'recurring adds the initial level over the whole period: 460/31 + 5',
+      recurring,
+      lagoEvents,
+      { initialLevel: new Dec(5) },
+      '19.83870967741935483871',
+      '35',
+    ],
   ])('%s', (_label, m, events, extra, units, closing) => {
     const result = aggregateWeightedSum(m, events, { ...march, ...extra });
     expect(result.units.toFixed()).toBe(units);
@@ -97,7 +104,7 @@ describe('weighted_sum aggregation', () => {
     expect(half.units.toFixed()).toBe('1');
   });
 
-  it('weights expression values and applies the metric rounding after Lago\'s 20-decimal ceiling', () => {
+  it("weights expression values and applies the metric rounding after Lago's 20-decimal ceiling", () => {
     const events = [ev('2024-03-16T00:00:00Z', { mb: 20480 }), ev('2024-03-18T00:00:00Z', { mb: 10240 })];
     const m = { ...metered, expression: 'mb / 1024', rounding_function: 'round' as const, rounding_precision: 3 };
     expect(aggregate(m, events, march).units.toFixed()).toBe('14.839');

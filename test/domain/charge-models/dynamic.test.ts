@@ -5,8 +5,7 @@ import { issuePaths, units, unknownKeys, withEvents } from './fixtures';
 const defaults = propertiesSchema.parse({});
 
 // The metric's own aggregation is irrelevant to dynamic pricing: units('999') must be ignored.
-const priced = (events: Record<string, unknown>[], properties = defaults) =>
-  compute(properties, withEvents(units('999', 42), events));
+const priced = (events: Record<string, unknown>[], properties = defaults) => compute(properties, withEvents(units('999', 42), events));
 
 describe('dynamic charge model', () => {
   it('defaults the field names to unit_price and quantity', () => {
@@ -39,7 +38,13 @@ describe('dynamic charge model', () => {
       eventsCount: 1,
     },
     { name: 'no events', events: [], amount: '0', units: '0', eventsCount: 0 },
-    { name: 'price with more than 4 digits is rounded half up', events: [{ unit_price: '0.00005', quantity: 1 }], amount: '0.0001', units: '1', eventsCount: 1 },
+    {
+      name: 'price with more than 4 digits is rounded half up',
+      events: [{ unit_price: '0.00005', quantity: 1 }],
+      amount: '0.0001',
+      units: '1',
+      eventsCount: 1,
+    },
     { name: 'fractional quantity', events: [{ unit_price: '3', quantity: '0.5' }], amount: '1.5', units: '0.5', eventsCount: 1 },
     {
       name: 'a credit event lowers the amount',

@@ -81,9 +81,7 @@ describe('graduated charge model', () => {
     const ranges = (...graduated_ranges: unknown[]) => ({ graduated_ranges });
 
     it('fills an omitted last to_value with null', () => {
-      const parsed: GraduatedProperties = propertiesSchema.parse(
-        ranges({ from_value: 0, per_unit_amount: '1', flat_amount: '0' }),
-      );
+      const parsed: GraduatedProperties = propertiesSchema.parse(ranges({ from_value: 0, per_unit_amount: '1', flat_amount: '0' }));
       expect(parsed.graduated_ranges[0]?.to_value).toBeNull();
     });
 

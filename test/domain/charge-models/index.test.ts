@@ -49,9 +49,16 @@ const usage = withEvents(summed(['10', '30']), [
 
 describe('charge model dispatch', () => {
   it('knows the eight models of the specification, each with a schema and a calculator', () => {
-    expect([...CHARGE_MODELS].sort()).toEqual(
-      ['custom', 'dynamic', 'graduated', 'graduated_percentage', 'package', 'percentage', 'standard', 'volume'],
-    );
+    expect([...CHARGE_MODELS].sort()).toEqual([
+      'custom',
+      'dynamic',
+      'graduated',
+      'graduated_percentage',
+      'package',
+      'percentage',
+      'standard',
+      'volume',
+    ]);
     for (const model of CHARGE_MODELS) {
       expect(chargePropertiesSchema(model)).toBe(chargePropertiesSchemas[model]);
       expect(chargeModelCalculators[model].propertiesSchema).toBe(chargePropertiesSchemas[model]);

@@ -7,8 +7,7 @@ import type { AggregationResult } from '../../../src/domain/usage-types';
 import { summed } from './fixtures';
 
 /** A decimal with at most 4 fractional digits in [min, max]. */
-const decimal = (min: number, max: number) =>
-  fc.integer({ min: min * 10_000, max: max * 10_000 }).map((n) => dec(n).div(10_000));
+const decimal = (min: number, max: number) => fc.integer({ min: min * 10_000, max: max * 10_000 }).map((n) => dec(n).div(10_000));
 const amount = (max = 100_000) => decimal(0, max).map((d) => d.toString());
 const rate = decimal(0, 100).map((d) => d.toString());
 
@@ -156,7 +155,10 @@ describe('charge model invariants', () => {
     fc.assert(
       fc.property(
         percentageProperties,
-        fc.array(decimal(0, 10_000).filter((d) => d.gt(0)), { maxLength: 10 }),
+        fc.array(
+          decimal(0, 10_000).filter((d) => d.gt(0)),
+          { maxLength: 10 },
+        ),
         (properties, values) => {
           const { per_transaction_min_amount: _min, per_transaction_max_amount: _max, ...both } = properties;
           const { free_units_per_total_aggregation: _free, ...eventsOnly } = both;
@@ -215,7 +217,11 @@ describe('charge model invariants', () => {
             proration,
           );
           const buckets = [fees.default, ...fees.filters];
-          expect(sum(buckets.map((b) => b.amount)).plus(fees.minTrueUp).toString()).toBe(fees.amount.toString());
+          expect(
+            sum(buckets.map((b) => b.amount))
+              .plus(fees.minTrueUp)
+              .toString(),
+          ).toBe(fees.amount.toString());
           for (const bucket of buckets) {
             expect(bucket.amount.isNegative()).toBe(false);
             expect(bucket.amount.lte(bucket.model.amount)).toBe(true);

@@ -11,12 +11,27 @@ const transactions = ['10000', '20000', '30000', '40000'];
 describe('percentage charge model', () => {
   it.each([
     { name: 'rate only', properties: { rate: '1.5' }, values: ['1000'], expected: '15' },
-    { name: 'rate plus a fixed amount per event', properties: { rate: '1.5', fixed_amount: '10' }, values: ['400', '600', '0'], expected: '45' },
+    {
+      name: 'rate plus a fixed amount per event',
+      properties: { rate: '1.5', fixed_amount: '10' },
+      values: ['400', '600', '0'],
+      expected: '45',
+    },
     { name: 'fractional rate', properties: { rate: '0.125' }, values: ['10000'], expected: '12.5' },
     // Ex A: the first 2 events are free → (100000 - 30000) x 1 % + 2 x 50.
-    { name: 'free events (Ex A)', properties: { rate: '1', fixed_amount: '50', free_units_per_events: 2 }, values: transactions, expected: '800' },
+    {
+      name: 'free events (Ex A)',
+      properties: { rate: '1', fixed_amount: '50', free_units_per_events: 2 },
+      values: transactions,
+      expected: '800',
+    },
     // Ex B: 25000 free → 75000 x 1 %; only the first event stays under it → 3 x 50.
-    { name: 'free amount (Ex B)', properties: { rate: '1', fixed_amount: '50', free_units_per_total_aggregation: '25000' }, values: transactions, expected: '900' },
+    {
+      name: 'free amount (Ex B)',
+      properties: { rate: '1', fixed_amount: '50', free_units_per_total_aggregation: '25000' },
+      values: transactions,
+      expected: '900',
+    },
     {
       name: 'both free rules: the first one exhausted wins',
       properties: { rate: '1', fixed_amount: '50', free_units_per_events: 2, free_units_per_total_aggregation: '25000' },
@@ -51,7 +66,12 @@ describe('percentage charge model', () => {
       values: ['100', '200'],
       expected: '0',
     },
-    { name: 'free amount above the total', properties: { rate: '10', free_units_per_total_aggregation: '1000' }, values: ['100', '200'], expected: '0' },
+    {
+      name: 'free amount above the total',
+      properties: { rate: '10', free_units_per_total_aggregation: '1000' },
+      values: ['100', '200'],
+      expected: '0',
+    },
     { name: 'no events', properties: { rate: '1', fixed_amount: '50' }, values: [], expected: '0' },
     // No fixed amount without units, even when events were received (Lago).
     { name: 'zero-valued events', properties: { rate: '1', fixed_amount: '50' }, values: ['0', '0'], expected: '0' },
@@ -64,9 +84,19 @@ describe('percentage charge model', () => {
   describe('per-transaction minimum and maximum', () => {
     it.each([
       // lago-reference.md 2.5: 10 → 0.30 (min), 50 → 0.50, 500 → 2.00 (max), in cents.
-      { name: 'min and max', properties: { rate: '1', per_transaction_min_amount: '30', per_transaction_max_amount: '200' }, values: ['1000', '5000', '50000'], expected: '280' },
+      {
+        name: 'min and max',
+        properties: { rate: '1', per_transaction_min_amount: '30', per_transaction_max_amount: '200' },
+        values: ['1000', '5000', '50000'],
+        expected: '280',
+      },
       { name: 'min only', properties: { rate: '0.5', per_transaction_min_amount: '25' }, values: ['1000', '10000'], expected: '75' },
-      { name: 'max only, fixed amount inside the cap', properties: { rate: '1', fixed_amount: '5', per_transaction_max_amount: '100' }, values: ['1000', '20000'], expected: '115' },
+      {
+        name: 'max only, fixed amount inside the cap',
+        properties: { rate: '1', fixed_amount: '5', per_transaction_max_amount: '100' },
+        values: ['1000', '20000'],
+        expected: '115',
+      },
       // A free event costs nothing, minimum included.
       {
         name: 'free events skip the minimum',
@@ -77,7 +107,12 @@ describe('percentage charge model', () => {
       // 1000 stays free; 4000 crosses the 3000 allowance → 2000 x 1 % = 20 → min 30; 50000 → max 200.
       {
         name: 'free amount consumed event by event',
-        properties: { rate: '1', free_units_per_total_aggregation: '3000', per_transaction_min_amount: '30', per_transaction_max_amount: '200' },
+        properties: {
+          rate: '1',
+          free_units_per_total_aggregation: '3000',
+          per_transaction_min_amount: '30',
+          per_transaction_max_amount: '200',
+        },
         values: ['1000', '4000', '50000'],
         expected: '230',
       },

@@ -30,12 +30,9 @@ describe('standard charge model', () => {
   });
 
   describe('properties', () => {
-    it.each([{ amount: '0' }, { amount: 0 }, { amount: '12.3456' }, { amount: 12.3456 }, { amount: '1000000' }])(
-      'accepts %j',
-      (value) => {
-        expect(propertiesSchema.safeParse(value).success).toBe(true);
-      },
-    );
+    it.each([{ amount: '0' }, { amount: 0 }, { amount: '12.3456' }, { amount: 12.3456 }, { amount: '1000000' }])('accepts %j', (value) => {
+      expect(propertiesSchema.safeParse(value).success).toBe(true);
+    });
 
     it.each([
       { value: {}, path: 'amount' },
