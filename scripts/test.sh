@@ -9,8 +9,9 @@ ensure_bootstrap
 if [ $# -eq 0 ]; then
   log "type-check (tsc --noEmit)"
   npx --no-install tsc -p tsconfig.json --noEmit
-  log "lint (eslint)"
+  log "lint (eslint, prettier --check: npm run format fixes the layout)"
   npx --no-install eslint --max-warnings=0 .
+  npx --no-install prettier --check --log-level warn .
 fi
 log "vitest"
 exec npx --no-install vitest run "$@"
