@@ -3,7 +3,8 @@ import { z } from 'zod';
 import type { SubscriptionDoc } from '../../db/models/subscription';
 import { FULL_PERIOD } from '../../domain/charges';
 import { sum } from '../../domain/money';
-import { countDays, fullPeriodDays, periodContaining } from '../../domain/periods';
+import { fullPeriodDays, periodContaining } from '../../domain/periods';
+import { prorateSegment } from '../../domain/proration';
 import { computeFeeTaxes } from '../../domain/taxes';
 import { NotFound, Validation } from '../../errors';
 import { CatalogView } from '../../usage/catalog-view';
@@ -13,6 +14,7 @@ import { idParams, responses } from '../http';
 import { currentUsageResource, toCurrentUsageResource } from '../../resources/current-usage';
 import { customerLookup } from '../../db/models/customer';
 import { customerNow } from '../../test-clocks/time';
+import { trialEndFor } from '../../subscriptions/state';
 
 /** Where the current plan's part of `period` starts: the workflow's segment start when it lies inside the period, else the period start. */
 function segmentStart(subscription: Pick<SubscriptionDoc, 'workflow_state'>, period: { from: Date; to: Date }): Date {
@@ -71,15 +73,15 @@ export const usageRoutes: FastifyPluginAsyncZod = async (app) => {
       // After an upgrade the current plan's part of the period starts at the change (the part
       // before it was billed with the old plan): the workflow's segment start, when it has one.
       const segmentFrom = segmentStart(subscription, period);
-      // Usage during a trial is not billed: the range starts when the trial ends.
-      const trialEnd =
-        subscription.trial_period_days > 0
-          ? new Date(subscription.started_at.getTime() + subscription.trial_period_days * 86_400_000)
-          : null;
-      const from = trialEnd && trialEnd > segmentFrom ? (trialEnd < period.to ? trialEnd : period.to) : segmentFrom;
-      const periodDays = fullPeriodDays({ ...schedule, at: period.from });
-      const usedDays = from < period.to ? countDays(from, period.to, timezone) : 0;
-      const proration = usedDays === periodDays ? FULL_PERIOD : { usedDays: Math.max(usedDays, 1), periodDays };
+      // Usage during a trial is not billed: the range starts when the trial ends; the segment's
+      // days weigh its charges as they will on the invoice (src/domain/proration.ts).
+      const trialEndsAt = trialEndFor(subscription.started_at, subscription.trial_period_days);
+      const segment = prorateSegment({ schedule, periodFrom: period.from, from: segmentFrom, to: period.to, trialEndsAt, amountCents: 0 });
+      const from = segment?.from ?? period.to;
+      // A period the trial covers entirely shows its (empty) usage over one day.
+      const proration = segment
+        ? (segment.ratio ?? FULL_PERIOD)
+        : { usedDays: 1, periodDays: fullPeriodDays({ ...schedule, at: period.from }) };
 
       const metrics = await catalog.metricsById(request.organizationId, [...new Set(plan.charges.map((c) => c.billable_metric_id))]);
       const [usage, taxSets] = await Promise.all([
