@@ -126,7 +126,17 @@ describe('reconcileSubscriptionsWorkflow', () => {
     expect(activeDoc.status).toBe('active');
     const state = activeDoc.workflow_state as unknown as SubscriptionState;
     expect(state).toMatchObject({ status: 'active', timezone: 'Europe/Paris', jitterMs: 0, progressiveCheckMs: 3_600_000 });
-    expect(await handleOf(active).query(subscriptionStateQuery)).toMatchObject({ status: 'active', version: state.version });
+    // The step saves the document before its activity returns to the workflow: the workflow's
+    // state catches up a moment later.
+    const queried = await eventually(
+      async () => {
+        const now = await handleOf(active).query(subscriptionStateQuery);
+        return now.version >= state.version ? now : undefined;
+      },
+      15_000,
+      'the workflow to take the recorded state',
+    );
+    expect(queried).toMatchObject({ status: 'active', version: state.version });
     const pendingDoc = await recorded(pending);
     expect(pendingDoc.status).toBe('pending');
     expect(pendingDoc.workflow_state).toMatchObject({ status: 'pending', announced: true });
