@@ -3,7 +3,8 @@
 // advance its base fee is billed, unless a trial covers it), and the trial's end bills the rest of
 // that period in advance.
 import { periodFrom, type SubscriptionState } from '../../subscriptions/state';
-import { billAdvance, billKey, emit, feeIdOf, iso, progressiveFor, save, type StepContext, type SubscriptionStepResult } from './shared';
+import { iso } from '../../resources/format';
+import { billAdvance, billKey, emit, feeIdOf, progressiveFor, save, type StepContext, type SubscriptionStepResult } from './shared';
 
 /** A future start: only `subscription.created` now; activation comes at `started_at`. */
 export async function announce(ctx: StepContext, state: SubscriptionState, at: Date): Promise<SubscriptionStepResult> {

@@ -2,12 +2,12 @@
 // Cancel): the ended segment is billed, a cancellation ends the subscription there, a scheduled
 // downgrade switches, and the next period opens (in advance, with its base fee).
 import { periodFrom, type OnTerminationAction, type SubscriptionState } from '../../subscriptions/state';
+import { iso } from '../../resources/format';
 import {
   baseFeeLine,
   billAdvance,
   billKey,
   feeIdOf,
-  iso,
   issue,
   progressiveFor,
   save,

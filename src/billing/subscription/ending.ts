@@ -4,7 +4,8 @@
 // and, with generate_credit_note, credits the unused part of an in-advance base fee.
 import { terminationBilledUntil } from '../../domain/proration';
 import type { OnTerminationAction, SubscriptionState } from '../../subscriptions/state';
-import { billKey, creditUnused, emit, iso, issue, save, segmentLines, type StepContext, type SubscriptionStepResult } from './shared';
+import { iso } from '../../resources/format';
+import { billKey, creditUnused, emit, issue, save, segmentLines, type StepContext, type SubscriptionStepResult } from './shared';
 
 /** POST .../cancel: active until the current period ends, then `canceled` (closePeriod). */
 export async function cancel(

@@ -5,13 +5,13 @@
 import { classifyPlanChange } from '../../domain/plan-change';
 import { planChangeDay } from '../../domain/proration';
 import type { PlanSnapshot, SubscriptionState } from '../../subscriptions/state';
+import { iso } from '../../resources/format';
 import {
   billAdvance,
   billKey,
   creditUnused,
   emit,
   feeIdOf,
-  iso,
   issue,
   progressiveFor,
   save,

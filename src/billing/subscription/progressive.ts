@@ -5,9 +5,9 @@ import { fromDecimal128 } from '../../db/decimal';
 import { ZERO, sum } from '../../domain/money';
 import type { SubscriptionState } from '../../subscriptions/state';
 import { createInvoice } from '../invoices';
+import { iso } from '../../resources/format';
 import {
   emit,
-  iso,
   progressiveCredits,
   progressiveFor,
   progressiveInvoices,

@@ -27,6 +27,7 @@ import { workflowIds } from '../../temporal/workflow-ids';
 import { emitEvent } from '../../webhooks/emit-event';
 import { CatalogView, type PlanView } from '../../usage/catalog-view';
 import { computeChargeUsage, type ChargeUsage } from '../../usage/period-usage';
+import { iso } from '../../resources/format';
 import { toSubscriptionResource, type SubscriptionResource } from '../../resources/subscription';
 import { projectionOf } from '../../subscriptions/projection';
 import { scheduleOf, type PeriodState, type PlanSnapshot, type SubscriptionState } from '../../subscriptions/state';
@@ -55,8 +56,6 @@ export function subscriptionBillingContext(db: Db, deps: SubscriptionBillingDeps
 }
 
 const BASE_FEE_KEY = 'subscription';
-
-export const iso = (d: Date) => d.toISOString();
 
 /** One plan's lines over part of a period, before assembly. */
 interface Lines {
