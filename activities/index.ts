@@ -1,7 +1,10 @@
 import type { Db } from '../src/db';
+import { createSecretBox } from '../src/payments/secrets';
 import type { TemporalClient } from '../src/temporal/client';
 import { createDiagnosticActivities } from './diagnostics';
+import { createIdempotencyKeyActivities } from './idempotency-keys';
 import { createInvoiceActivities } from './invoices';
+import { createPaymentActivities } from './payments';
 import { createReconcilerActivities } from './reconciler';
 import { createSubscriptionActivities } from './subscriptions';
 import { createTestClockActivities } from './test-clocks';
@@ -15,6 +18,8 @@ export interface ActivityDeps {
   temporal: TemporalClient;
   fetch?: typeof fetch;
   webhookAttemptTimeoutMs?: number;
+  /** SECRETS_KEY: opens the integrations' secrets to call the providers. */
+  secretsKey?: string;
 }
 
 /** Every activity the worker registers, built from its dependencies (style.md). */
@@ -26,6 +31,8 @@ export function createActivities(deps: ActivityDeps) {
     ...createSubscriptionActivities(deps.db, { models: deps.db.models, temporal: deps.temporal }),
     ...createTestClockActivities({ db: deps.db, temporal: deps.temporal }),
     ...createReconcilerActivities({ db: deps.db, temporal: deps.temporal }),
+    ...createIdempotencyKeyActivities({ db: deps.db }),
+    ...createPaymentActivities({ db: deps.db, models: deps.db.models, temporal: deps.temporal, secrets: createSecretBox(deps.secretsKey) }),
     ...createWebhookActivities({
       models: deps.db.models,
       temporal: deps.temporal,

@@ -50,11 +50,35 @@ export const configSchema = z.object({
   BILLING_JITTER_WINDOW_SECONDS: z.coerce.number().int().min(0).max(86_400).default(120),
   /** How often a subscription whose plan has usage thresholds checks its usage (progressive billing). */
   PROGRESSIVE_BILLING_CHECK_MINUTES: z.coerce.number().int().min(1).max(44_640).default(60),
+  /**
+   * Encrypts the integrations' secrets at rest (AES-256-GCM): 32 bytes, as 64 hex characters or
+   * base64. `npm start` generates one into .data/ when unset. Without it, integrations cannot be
+   * created (503 secrets_not_configured) and payments cannot reach providers.
+   */
+  SECRETS_KEY: z
+    .string()
+    .refine((v) => secretsKeyBytes(v) !== null, 'must be 32 bytes, as 64 hex characters or base64')
+    .optional()
+    .or(z.literal('').transform(() => undefined)),
+  /**
+   * Lets integrations set `api_base_url` (a sandbox, a proxy, a local fake). Off in production, so a
+   * tenant cannot point the service at internal addresses.
+   */
+  PAYMENT_PROVIDER_BASE_URL_OVERRIDE: z
+    .enum(['true', 'false', ''])
+    .default('false')
+    .transform((v) => v === 'true'),
   /** How long graceful shutdown waits for in-flight requests, in milliseconds. */
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
 });
 
 export type Config = z.infer<typeof configSchema>;
+
+/** The 32 bytes of a SECRETS_KEY (64 hex characters or base64), else null. */
+export function secretsKeyBytes(text: string): Buffer | null {
+  const bytes = /^[0-9a-fA-F]{64}$/.test(text) ? Buffer.from(text, 'hex') : Buffer.from(text, 'base64');
+  return bytes.length === 32 ? bytes : null;
+}
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';

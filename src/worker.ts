@@ -4,7 +4,7 @@ import { createActivities } from '../activities';
 import { ConfigError, loadConfig } from './config';
 import { connectDb } from './db';
 import { connectTemporal } from './temporal/client';
-import { ensureReconcilerSchedule } from './temporal/schedules';
+import { ensureIdempotencyKeySweepSchedule, ensureReconcilerSchedule } from './temporal/schedules';
 import { createWorker, NativeConnection } from './temporal/worker';
 
 async function main(): Promise<void> {
@@ -21,11 +21,15 @@ async function main(): Promise<void> {
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
-    activities: createActivities({ db, temporal }),
+    activities: createActivities({ db, temporal, secretsKey: config.SECRETS_KEY }),
   });
   // The reconciler's schedule (idempotent). Its absence only delays repairs: log and run anyway.
   await ensureReconcilerSchedule(temporal.client, config.TEMPORAL_TASK_QUEUE).catch((err: unknown) => {
     console.error('could not ensure the reconcile-subscriptions schedule:', err);
+  });
+  // Likewise the sweep of expired idempotency keys: the API ignores expired rows until it runs.
+  await ensureIdempotencyKeySweepSchedule(temporal.client, config.TEMPORAL_TASK_QUEUE).catch((err: unknown) => {
+    console.error('could not ensure the sweep-idempotency-keys schedule:', err);
   });
   console.log(`worker polling task queue "${config.TEMPORAL_TASK_QUEUE}" on ${config.TEMPORAL_ADDRESS} (${config.TEMPORAL_NAMESPACE})`);
   // The Temporal runtime turns SIGINT/SIGTERM into worker.shutdown(); run() resolves once drained.

@@ -12,5 +12,8 @@ export { subscriptionWorkflow } from './subscription';
 export type { SubscriptionWorkflowInput } from './subscription.messages';
 export { reconcileSubscriptionsWorkflow } from './reconciler';
 export type { ReconcileTotals, ReconcileWorkflowInput } from './reconciler.messages';
+export { sweepIdempotencyKeysWorkflow } from './idempotency-keys';
 export { testClockAdvanceWorkflow } from './test-clock';
 export type { TestClockAdvanceInput } from './test-clock.messages';
+export { paymentWorkflow } from './payment';
+export type { PaymentWorkflowInput } from './payment.messages';

@@ -6,10 +6,12 @@ import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fas
 import type { Config } from '../config';
 import type { Db } from '../db';
 import { BadRequest } from '../errors';
+import { createSecretBox, type SecretBox } from '../payments/secrets';
 import type { TemporalClient } from '../temporal/client';
 import { registerApiKeyAuth } from './plugins/auth';
 import { registerDocs } from './plugins/docs';
 import { registerErrorHandling } from './plugins/errors';
+import { registerIdempotency } from './plugins/idempotency';
 import { commitmentRoutes } from './routes/commitments';
 import { couponRoutes } from './routes/coupons';
 import { planRoutes } from './routes/plans';
@@ -28,10 +30,22 @@ import { walletRoutes } from './routes/wallets';
 import { subscriptionRoutes } from './routes/subscriptions';
 import { testClockRoutes } from './routes/test-clocks';
 import { webhookRoutes } from './routes/webhooks';
+import { integrationRoutes } from './routes/integrations';
+import { paymentRoutes } from './routes/payments';
+import { paymentWebhookRoutes } from './routes/payment-webhooks';
 
 export interface AppDeps {
   config: Pick<Config, 'LOG_LEVEL' | 'BILLING_SIGNUP_TOKEN' | 'BODY_LIMIT_BYTES'> &
-    Partial<Pick<Config, 'BILLING_JITTER_WINDOW_SECONDS' | 'PROGRESSIVE_BILLING_CHECK_MINUTES'>>;
+    Partial<
+      Pick<
+        Config,
+        | 'BILLING_JITTER_WINDOW_SECONDS'
+        | 'PROGRESSIVE_BILLING_CHECK_MINUTES'
+        | 'SECRETS_KEY'
+        | 'PAYMENT_PROVIDER_BASE_URL_OVERRIDE'
+        | 'PUBLIC_URL'
+      >
+    >;
   db: Db;
   temporal: TemporalClient;
   /** The clock of the API (tests pass their own). */
@@ -44,7 +58,7 @@ export type App = FastifyInstance;
 
 declare module 'fastify' {
   interface FastifyInstance {
-    deps: Required<Pick<AppDeps, 'now'>> & AppDeps;
+    deps: Required<Pick<AppDeps, 'now'>> & AppDeps & { secrets: SecretBox };
   }
 }
 
@@ -65,7 +79,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     logController: new OneLinePerRequest(),
   }).withTypeProvider<ZodTypeProvider>();
 
-  app.decorate('deps', { now: () => new Date(), ...deps });
+  app.decorate('deps', { now: () => new Date(), ...deps, secrets: createSecretBox(deps.config.SECRETS_KEY) });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(app);
@@ -92,9 +106,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   await app.register(healthRoutes);
   await app.register(signupRoutes, { prefix: '/v1' });
+  // Called by payment providers and customers' browsers: verified by signature, not by API key.
+  await app.register(paymentWebhookRoutes, { prefix: '/v1' });
   await app.register(
     async (scope) => {
       registerApiKeyAuth(scope, deps.db.models, app.deps.now);
+      registerIdempotency(scope, deps.db.models, app.deps.now);
       await scope.register(organizationRoutes);
       await scope.register(customerRoutes);
       await scope.register(planRoutes);
@@ -112,6 +129,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await scope.register(usageRoutes);
       await scope.register(creditNoteRoutes);
       await scope.register(testClockRoutes);
+      await scope.register(integrationRoutes);
+      await scope.register(paymentRoutes);
     },
     { prefix: '/v1' },
   );

@@ -511,7 +511,14 @@ export async function markPaidIfSettled(db: Db, deps: InvoiceDeps, invoiceId: st
     { returnDocument: 'after' },
   ).lean();
   const current = paid ?? (await db.models.Invoice.findById(invoiceId).lean())!;
-  if (current.status === 'paid') await emitInvoiceEvent(db, deps, current, 'invoice.paid', current.paid_at ?? at);
+  if (current.status === 'paid') {
+    // Every fee of a paid invoice is paid (a refund later marks them refunded).
+    await db.models.Fee.updateMany(
+      { invoice_id: invoiceId, payment_status: { $in: ['pending', 'failed'] } },
+      { $set: { payment_status: 'succeeded' } },
+    );
+    await emitInvoiceEvent(db, deps, current, 'invoice.paid', current.paid_at ?? at);
+  }
   return current;
 }
 

@@ -27,6 +27,10 @@ import { walletSchema, type WalletDoc } from './models/wallet';
 import { walletTransactionSchema, type WalletTransactionDoc } from './models/wallet-transaction';
 import { walletConsumptionLeaseSchema, type WalletConsumptionLeaseDoc } from './models/wallet-consumption-lease';
 import { testClockSchema, type TestClockDoc } from './models/test-clock';
+import { idempotencyKeySchema, type IdempotencyKeyDoc } from './models/idempotency-key';
+import { integrationSchema, type IntegrationDoc } from './models/integration';
+import { paymentSchema, type PaymentDoc } from './models/payment';
+import { providerEventSchema, type ProviderEventDoc } from './models/provider-event';
 
 export interface Models {
   Organization: Model<OrganizationDoc>;
@@ -57,6 +61,10 @@ export interface Models {
   WalletTransaction: Model<WalletTransactionDoc>;
   WalletConsumptionLease: Model<WalletConsumptionLeaseDoc>;
   TestClock: Model<TestClockDoc>;
+  IdempotencyKey: Model<IdempotencyKeyDoc>;
+  Integration: Model<IntegrationDoc>;
+  Payment: Model<PaymentDoc>;
+  ProviderEvent: Model<ProviderEventDoc>;
 }
 
 /**
@@ -112,6 +120,10 @@ function bindModels(connection: Connection): Models {
     WalletTransaction: connection.model<WalletTransactionDoc>('WalletTransaction', walletTransactionSchema),
     WalletConsumptionLease: connection.model<WalletConsumptionLeaseDoc>('WalletConsumptionLease', walletConsumptionLeaseSchema),
     TestClock: connection.model<TestClockDoc>('TestClock', testClockSchema),
+    IdempotencyKey: connection.model<IdempotencyKeyDoc>('IdempotencyKey', idempotencyKeySchema),
+    Integration: connection.model<IntegrationDoc>('Integration', integrationSchema),
+    Payment: connection.model<PaymentDoc>('Payment', paymentSchema),
+    ProviderEvent: connection.model<ProviderEventDoc>('ProviderEvent', providerEventSchema),
   };
 }
 

@@ -31,6 +31,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'payment.created',
   'payment.succeeded',
   'payment.failed',
+  'payment.canceled',
   'payment.refunded',
   'payment_request.created',
   'payment_request.payment_succeeded',

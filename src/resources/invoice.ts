@@ -48,7 +48,7 @@ export const invoiceResource = z
     issuing_date: z.string().nullable(),
     payment_due_date: z.string().nullable(),
     net_payment_term: z.number().int(),
-    payment_status: z.enum(['pending', 'succeeded', 'failed']),
+    payment_status: z.enum(['pending', 'succeeded', 'failed', 'refunded']),
     payment_overdue: z.boolean(),
     period_started_at: nullableTimestamp,
     period_ended_at: nullableTimestamp,

@@ -17,6 +17,9 @@ export async function createTestDb(): Promise<Db> {
   return db;
 }
 
+/** The test run's SECRETS_KEY (32 bytes, hex): the API and the workers of a stack share it. */
+export const TEST_SECRETS_KEY = '5ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2';
+
 export interface TestStack {
   db: Db;
   temporal: TemporalClient;
@@ -27,13 +30,27 @@ export interface TestStack {
 
 /** `logLevel`: the API's log level (default: silent), e.g. 'error' to see the cause of a 500. */
 export async function createTestStack(
-  options: { signupToken?: string; now?: () => Date; logLevel?: 'error' | 'warn' | 'info' } = {},
+  options: {
+    signupToken?: string;
+    now?: () => Date;
+    logLevel?: 'error' | 'warn' | 'info';
+    /** PAYMENT_PROVIDER_BASE_URL_OVERRIDE (default true: the providers' local fakes need it). */
+    allowProviderBaseUrl?: boolean;
+    publicUrl?: string;
+  } = {},
 ): Promise<TestStack> {
   const db = await createTestDb();
   const taskQueue = `test-${randomUUID()}`;
   const temporal = await connectTemporal({ address: inject('temporalAddress'), namespace: 'default', taskQueue });
   const app = await buildApp({
-    config: { LOG_LEVEL: options.logLevel ?? 'silent', BILLING_SIGNUP_TOKEN: options.signupToken, BODY_LIMIT_BYTES: 1024 * 1024 },
+    config: {
+      LOG_LEVEL: options.logLevel ?? 'silent',
+      BILLING_SIGNUP_TOKEN: options.signupToken,
+      BODY_LIMIT_BYTES: 1024 * 1024,
+      SECRETS_KEY: TEST_SECRETS_KEY,
+      PAYMENT_PROVIDER_BASE_URL_OVERRIDE: options.allowProviderBaseUrl ?? true,
+      ...(options.publicUrl ? { PUBLIC_URL: options.publicUrl } : {}),
+    },
     db,
     temporal,
     logger: options.logLevel !== undefined,

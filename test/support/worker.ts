@@ -3,7 +3,7 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { inject } from 'vitest';
 import { createActivities } from '../../activities';
-import type { TestStack } from './stack';
+import { TEST_SECRETS_KEY, type TestStack } from './stack';
 import { bundleWorkflows } from './temporal';
 
 export interface StackWorker {
@@ -18,7 +18,7 @@ export async function startStackWorker(stack: TestStack): Promise<StackWorker> {
     connection,
     taskQueue: stack.taskQueue,
     workflowBundle: bundle,
-    activities: createActivities({ db: stack.db, temporal: stack.temporal }),
+    activities: createActivities({ db: stack.db, temporal: stack.temporal, secretsKey: TEST_SECRETS_KEY }),
   });
   let release: () => void = () => undefined;
   const stopped = new Promise<void>((resolve) => {

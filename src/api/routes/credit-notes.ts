@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { idempotencyHeaders } from '../plugins/idempotency';
 import { customerLookup } from '../../db/models/customer';
 import { createCreditNote, finalizeCreditNote, voidCreditNote, type CreditNoteDeps } from '../../billing/credit-notes';
 import { CREDIT_NOTE_REASONS, type CreditNoteDoc } from '../../db/models/credit-note';
@@ -57,9 +58,11 @@ export const creditNoteRoutes: FastifyPluginAsyncZod = async (app) => {
   app.post(
     '/credit_notes',
     {
+      config: { idempotent: true },
       schema: {
         tags,
         summary: 'Create a draft credit note on a finalized or paid invoice; its number is assigned now',
+        headers: idempotencyHeaders,
         body: createCreditNoteBody,
         response: responses({ 201: creditNoteResource }),
       },

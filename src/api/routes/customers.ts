@@ -8,6 +8,7 @@ import { emitEvent } from '../../webhooks/emit-event';
 import { findLive, listPage, live, notFound, softDelete, updateLive } from '../catalog';
 import { currencyCode, email, ianaTimezone, idParams, listQuery, responses } from '../http';
 import { customerResource, toCustomerResource } from '../../resources/customer';
+import { providerCodes } from '../../payments/providers/types';
 
 const billingMetadata = z
   .record(z.string().min(1).max(255), z.union([z.string().max(1000), z.number(), z.boolean()]))
@@ -21,6 +22,15 @@ const customerFields = {
   net_payment_term: z.number().int().min(0).max(365).nullable().describe("null: the organization's"),
   invoice_grace_period: z.number().int().min(0).max(365).nullable().describe("null: the organization's"),
   timezone: ianaTimezone.nullable().describe("IANA; null: the organization's"),
+  payment_provider: z.enum(providerCodes).nullable().describe('the provider that collects this customer (dunning, off-session charges)'),
+  provider_customer_id: z.string().trim().min(1).max(255).nullable().describe("the customer's id at the provider"),
+  payment_method_id: z
+    .string()
+    .trim()
+    .min(1)
+    .max(255)
+    .nullable()
+    .describe('the saved method at the provider: a Stripe pm_..., a GoCardless mandate MD..., an Adyen storedPaymentMethodId'),
 };
 
 const testClockId = z.string().trim().min(1).max(255).nullable();

@@ -12,6 +12,7 @@ import { newId } from '../../db/base';
 import { decimalInput } from '../decimal';
 import { fromDecimal128 } from '../../db/decimal';
 import { currencyCode, idParams, listQuery, responses, sendList } from '../http';
+import { idempotencyHeaders } from '../plugins/idempotency';
 import { customerLookup } from '../../db/models/customer';
 import { feeResource, invoiceResource, toFeeResource, toInvoiceResource, type InvoiceResource } from '../../resources/invoice';
 import { settlementResource, toSettlementResource } from '../../resources/settlement';
@@ -134,10 +135,11 @@ export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
   app.post(
     '/invoices/one_off',
     {
+      config: { idempotent: true },
       schema: {
         tags,
         summary: 'Create a one-off invoice (add-ons or free lines), priced and taxed by the engine',
-        headers: z.object({ 'idempotency-key': z.string().min(1).max(255).optional() }).loose(),
+        headers: idempotencyHeaders,
         body: oneOffBody,
         response: responses({ 201: invoiceResource }),
       },
@@ -151,9 +153,11 @@ export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
   app.post(
     '/add_ons/apply',
     {
+      config: { idempotent: true },
       schema: {
         tags: ['add_ons', 'invoices'],
         summary: 'Bill an add-on to a customer: a one-off invoice',
+        headers: idempotencyHeaders,
         body: z.strictObject({
           add_on_code: z.string().min(1).max(255),
           customer_id: z.string().min(1).max(255),
@@ -248,9 +252,11 @@ export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
     app.post(
       `/invoices/:id/${action}`,
       {
+        config: { idempotent: true },
         schema: {
           tags,
           summary: `${action[0]!.toUpperCase()}${action.slice(1)} an invoice`,
+          headers: idempotencyHeaders,
           params: idParams,
           response: responses({ 200: invoiceResource }),
         },

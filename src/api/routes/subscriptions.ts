@@ -7,6 +7,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { QueryFilter } from 'mongoose';
 import { z } from 'zod';
+import { idempotencyHeaders } from '../plugins/idempotency';
 import type { Config } from '../../config';
 import { isDuplicateKeyError } from '../../db';
 import { customerLookup } from '../../db/models/customer';
@@ -189,9 +190,11 @@ export const subscriptionRoutes: FastifyPluginAsyncZod = async (app) => {
   app.post(
     '/subscriptions',
     {
+      config: { idempotent: true },
       schema: {
         tags,
         summary: 'Create a subscription and start its workflow (active at once unless started_at is in the future)',
+        headers: idempotencyHeaders,
         body: createSubscriptionBody,
         response: responses({ 201: subscriptionResource }),
       },

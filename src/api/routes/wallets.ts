@@ -3,6 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { QueryFilter } from 'mongoose';
 import { z } from 'zod';
+import { idempotencyHeaders } from '../plugins/idempotency';
 import { createWallet, emitTransactionCreated, recordPendingTransactions, topUpWallet } from '../../billing/wallets';
 import { isDuplicateKeyError } from '../../db';
 import { walletCodeSlot, type WalletDoc } from '../../db/models/wallet';
@@ -107,9 +108,11 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
   app.post(
     '/wallets',
     {
+      config: { idempotent: true },
       schema: {
         tags,
         summary: 'Create a prepaid wallet for a customer (and grant its initial credits)',
+        headers: idempotencyHeaders,
         body: createWalletBody,
         response: responses({ 201: walletResource }),
       },
@@ -279,9 +282,11 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
   app.post(
     '/wallets/:id/top_up',
     {
+      config: { idempotent: true },
       schema: {
         tags,
         summary: 'Add credits to an active wallet (a granted inbound transaction)',
+        headers: idempotencyHeaders,
         params: idParams,
         body: topUpBody,
         response: responses({ 200: walletResource }),

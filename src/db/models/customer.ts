@@ -15,6 +15,10 @@ export interface CustomerDoc extends BaseDoc {
   invoice_grace_period: number | null;
   timezone: string | null;
   test_clock_id: string | null;
+  /** Who collects this customer's payments, and what the provider saved for it (a method, a mandate). */
+  payment_provider: string | null;
+  provider_customer_id: string | null;
+  payment_method_id: string | null;
   /** Soft delete: set once, never cleared. */
   deleted_at: Date | null;
 }
@@ -32,6 +36,9 @@ export const customerSchema = new Schema<CustomerDoc>(
     invoice_grace_period: { type: Number, default: null },
     timezone: { type: String, default: null },
     test_clock_id: { type: String, default: null },
+    payment_provider: { type: String, default: null },
+    provider_customer_id: { type: String, default: null },
+    payment_method_id: { type: String, default: null },
     deleted_at: { type: Date, default: null },
   },
   { ...collectionOptions<CustomerDoc>('customers'), minimize: false },

@@ -3,7 +3,7 @@ import { collectionOptions, Decimal128, uuidId, type BaseDoc } from '../base';
 
 export type InvoiceStatus = 'draft' | 'finalized' | 'paid' | 'voided';
 export type InvoiceType = 'subscription' | 'add_on' | 'credit' | 'one_off' | 'progressive_billing';
-export type PaymentStatus = 'pending' | 'succeeded' | 'failed';
+export type PaymentStatus = 'pending' | 'succeeded' | 'failed' | 'refunded';
 
 export interface InvoiceAppliedTax {
   tax_id: string;
@@ -78,7 +78,7 @@ export const invoiceSchema = new Schema<InvoiceDoc>(
     payment_due_date: { type: String, default: null },
     net_payment_term: { type: Number, required: true },
     grace_period_days: { type: Number, required: true },
-    payment_status: { type: String, enum: ['pending', 'succeeded', 'failed'], default: 'pending' },
+    payment_status: { type: String, enum: ['pending', 'succeeded', 'failed', 'refunded'], default: 'pending' },
     payment_overdue: { type: Boolean, default: false },
     period_started_at: { type: Date, default: null },
     period_ended_at: { type: Date, default: null },

@@ -8,8 +8,9 @@
  * address and the instant come in as arguments, so activities can retry them and tests can point
  * them at the local fakes of test/support/providers/.
  */
-export const providerCodes = ['provider_a', 'provider_b', 'provider_c', 'provider_d', 'manual'] as const;
-export type ProviderCode = (typeof providerCodes)[number];
+import type { ProviderCode } from '../../domain/payment-providers';
+
+export { providerCodes, type ProviderCode } from '../../domain/payment-providers';
 
 /** The integration of one organization for one provider, as an adapter sees it. */
 export interface ProviderContext {

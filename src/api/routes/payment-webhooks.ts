@@ -1,0 +1,83 @@
+// The payment routes the providers and the customers' browsers call, with no API key: provider
+// notifications (verified by the provider's signature over the raw bytes) and provider_c's return.
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { BadRequest, NotFound } from '../../errors';
+import { runPaymentUpdate } from '../../payments/checkout';
+import { receiveNotification } from '../../payments/notifications';
+import { providerCodes, type ProviderCode } from '../../payments/providers/types';
+import { completeRedirectUpdate } from '../../../workflows/payment.messages';
+import { errorBody } from '../http';
+
+const notificationAnswer = z.object({ status: z.enum(['processed', 'duplicate', 'ignored']) }).meta({ id: 'NotificationAnswer' });
+const providerParams = z.object({ provider: z.string().max(50), organization_id: z.string().max(255).optional() });
+
+function providerOf(value: string): ProviderCode {
+  if (!(providerCodes as readonly string[]).includes(value)) throw new NotFound(`Unknown payment provider "${value}"`);
+  return value as ProviderCode;
+}
+
+export const paymentWebhookRoutes: FastifyPluginAsyncZod = async (app) => {
+  const { db, temporal, secrets } = app.deps;
+  const tags = ['payments'];
+
+  // Signatures cover the exact bytes received: every body of these routes is kept as a Buffer and
+  // parsed only after verification (payment-providers.md §1.1).
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+
+  const responses = { 200: z.union([notificationAnswer, z.string()]), 400: errorBody, 401: errorBody, 404: errorBody, 500: errorBody };
+  for (const url of ['/payments/webhook/:provider', '/payments/webhook/:provider/:organization_id']) {
+    app.post(
+      url,
+      {
+        schema: {
+          tags,
+          summary: "A payment provider's notification (no API key: verified with the integration's secret)",
+          params: providerParams,
+          response: responses,
+        },
+      },
+      async (request, reply) => {
+        const provider = providerOf(request.params.provider);
+        const rawBody = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+        const status = await receiveNotification(
+          { db, temporal, secrets },
+          { provider, organizationId: request.params.organization_id ?? null, rawBody, headers: request.headers, now: app.deps.now() },
+        );
+        // Adyen expects this literal acknowledgement (payment-providers.md §3).
+        if (provider === 'provider_b') return reply.type('text/plain').send('[accepted]');
+        return { status };
+      },
+    );
+  }
+
+  app.get(
+    '/payments/:id/return',
+    {
+      schema: {
+        tags,
+        summary: "Where provider_c's redirect flow returns the customer: completes the flow, then redirects to success_url",
+        params: z.object({ id: z.uuid() }),
+        querystring: z.object({ redirect_flow_id: z.string().min(1).max(255) }),
+        response: { 302: z.null().describe('to the success_url, or the cancel_url when the flow failed'), 400: errorBody, 404: errorBody },
+      },
+    },
+    async (request, reply) => {
+      const payment = await db.models.Payment.findOne({ _id: request.params.id, deleted_at: null }).lean();
+      if (!payment) throw new NotFound('Payment not found');
+      if (payment.provider_checkout_id !== request.query.redirect_flow_id) {
+        throw new BadRequest('The redirect flow does not belong to this payment', 'invalid_redirect_flow');
+      }
+      let target = payment.success_url;
+      try {
+        const after = await runPaymentUpdate({ db, temporal }, payment, completeRedirectUpdate, request.query.redirect_flow_id);
+        if (after.status === 'failed' || after.status === 'canceled') target = payment.cancel_url;
+      } catch (err) {
+        request.log.warn({ err, paymentId: payment._id }, 'the redirect flow could not be completed');
+        target = payment.cancel_url;
+      }
+      return reply.redirect(target ?? '/', 302);
+    },
+  );
+};

@@ -1,0 +1,54 @@
+// Reaching a payment's workflow from the API: always with a start, since the workflow ends whenever
+// the payment rests and the next command or notification starts it again from the payment's record.
+import { WithStartWorkflowOperation } from '@temporalio/client';
+import type { UpdateDefinition } from '@temporalio/common';
+import type { PaymentDoc } from '../db/models/payment';
+import type { TemporalClient } from '../temporal/client';
+import type { ClockRef } from '../test-clocks/time';
+import {
+  paymentStartOptions,
+  paymentWorkflowType,
+  providerEventSignal,
+  type PaymentWorkflow,
+  type PaymentWorkflowInput,
+} from '../../workflows/payment.messages';
+import type { ProviderNotification } from './providers/types';
+
+/** The input of a run started from the payment's record. */
+export function paymentWorkflowInput(payment: PaymentDoc, clock: ClockRef | null): PaymentWorkflowInput {
+  return {
+    paymentId: payment._id,
+    organizationId: payment.organization_id,
+    customerId: payment.customer_id,
+    invoiceId: payment.invoice_id,
+    status: payment.status,
+    checkoutCreated: payment.provider_checkout_id !== null,
+    expiresAt: payment.expires_at ? payment.expires_at.toISOString() : null,
+    clock,
+  };
+}
+
+/** Runs an update on the payment's workflow; a running one takes it, else one starts from the record. */
+export function executePaymentUpdate<Ret, Args extends unknown[]>(
+  temporal: TemporalClient,
+  input: PaymentWorkflowInput,
+  update: UpdateDefinition<Ret, Args>,
+  ...args: Args
+): Promise<Ret> {
+  return temporal.client.workflow.executeUpdateWithStart(update, {
+    args,
+    startWorkflowOperation: new WithStartWorkflowOperation<PaymentWorkflow>(paymentWorkflowType, {
+      ...paymentStartOptions(temporal, input),
+      workflowIdConflictPolicy: 'USE_EXISTING',
+    }),
+  });
+}
+
+/** Delivers a provider notification to the payment's workflow (started from the record if needed). */
+export function signalProviderEvent(temporal: TemporalClient, input: PaymentWorkflowInput, notification: ProviderNotification) {
+  return temporal.client.workflow.signalWithStart<PaymentWorkflow, [ProviderNotification]>(paymentWorkflowType, {
+    ...paymentStartOptions(temporal, input),
+    signal: providerEventSignal,
+    signalArgs: [notification],
+  });
+}
