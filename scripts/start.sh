@@ -69,6 +69,18 @@ if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
   ui_line="Temporal UI:  http://127.0.0.1:$TEMPORAL_UI_PORT"
 fi
 
+# Integration secrets are sealed with SECRETS_KEY: generated once into .data/ when unset, so the
+# same key opens them after a restart. Integrations may point at sandboxes and local fakes here.
+if [ -z "${SECRETS_KEY:-}" ]; then
+  if [ ! -s "$DATA/secrets.key" ]; then
+    (umask 077 && node -e "process.stdout.write(require('crypto').randomBytes(32).toString('hex'))" >"$DATA/secrets.key")
+    log "generated SECRETS_KEY into .data/secrets.key"
+  fi
+  SECRETS_KEY="$(cat "$DATA/secrets.key")"
+fi
+: "${PAYMENT_PROVIDER_BASE_URL_OVERRIDE:=true}"
+export SECRETS_KEY PAYMENT_PROVIDER_BASE_URL_OVERRIDE
+
 # One API process per core on this machine (each shares the listening socket).
 : "${API_WORKERS:=$(nproc 2>/dev/null || echo 1)}"
 export HOST PORT TEMPORAL_NAMESPACE TEMPORAL_TASK_QUEUE API_WORKERS

@@ -126,8 +126,10 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<{ st
     events.push(notification);
   });
   setHandler(checkoutPaymentUpdate, async () => {
+    const payment = await ensureCheckout();
+    // The checkout failed in the main loop's attempt while this update waited for it.
     if (checkoutError) throw ApplicationFailure.nonRetryable(`the provider refused the checkout: ${checkoutError}`, PAYMENT_PROVIDER_ERROR);
-    return ensureCheckout();
+    return payment;
   });
   setHandler(
     completeRedirectUpdate,

@@ -44,6 +44,8 @@ export interface AppDeps {
         | 'SECRETS_KEY'
         | 'PAYMENT_PROVIDER_BASE_URL_OVERRIDE'
         | 'PUBLIC_URL'
+        | 'HOST'
+        | 'PORT'
       >
     >;
   db: Db;

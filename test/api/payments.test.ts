@@ -2,6 +2,8 @@
 // Temporal server, and each provider's local fake reached by the production adapters through the
 // integration's api_base_url. Notifications travel over real HTTP from the fakes to the API.
 import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -158,6 +160,17 @@ async function eventTypes(organizationId: string, objectId: string): Promise<str
     .sort();
 }
 
+/**
+ * With RECORD_HISTORIES=1, keeps a payment workflow's current run for the replay test
+ * (test/workflows/replay.test.ts): `RECORD_HISTORIES=1 npx vitest run test/api/payments.test.ts`.
+ */
+async function recordHistory(name: string, paymentId: string): Promise<void> {
+  if (process.env.RECORD_HISTORIES !== '1') return;
+  const handle = stack.temporal.client.workflow.getHandle(`payment/${paymentId}`);
+  await handle.result();
+  writeFileSync(join(__dirname, '../workflows/histories', `${name}.json`), JSON.stringify(await handle.fetchHistory(), null, 1));
+}
+
 const webhookUrl = (provider: string, organizationId?: string) =>
   `${apiUrl}/v1/payments/webhook/${provider}${organizationId ? `/${organizationId}` : ''}`;
 
@@ -292,6 +305,7 @@ describe('provider_a (Stripe)', () => {
     await new Promise((r) => setTimeout(r, 1000));
     expect((await getPayment(org, payment.id)).status).toBe('succeeded');
 
+    await recordHistory('payment-checkout-notified-succeeded', payment.id);
     // Refund through Stripe's refund API.
     const refunded = ok<PaymentResource>(await call(org, 'POST', `/v1/payments/${payment.id}/refund`, {}));
     expect(refunded.status).toBe('refunded');
@@ -374,8 +388,14 @@ describe('provider_a (Stripe)', () => {
     ok(await call(org, 'POST', `/v1/test_clocks/${clock.id}/advance`, { frozen_time: '2030-01-12T10:00:00Z' }), 202);
     const canceled = await waitForPayment(org, payment.id, 'canceled');
     expect(canceled.status).toBe('canceled');
+    await recordHistory('payment-test-clock-expiry', payment.id);
     expect(stripe.sessions.get(payment.provider_checkout_id!)!.status).toBe('expired');
     expect(await eventTypes(org.id, payment.id)).toContain('payment.canceled');
+    await eventually(
+      async () => (ok<{ status: string }>(await call(org, 'GET', `/v1/test_clocks/${clock.id}`)).status === 'ready' ? true : undefined),
+      30_000,
+      'the clock to be ready',
+    );
     // A new checkout opens a new payment.
     const next = ok<Checkout>(await checkout(org, invoice.id, 'provider_a'));
     expect(next.payment_id).not.toBe(payment.id);
@@ -489,6 +509,22 @@ describe('provider_d (UCP)', () => {
   });
 });
 
+describe('a provider that refuses', () => {
+  it('a refused checkout is 502 provider_error and a failed payment; the next checkout opens a new one', async () => {
+    const org = await newOrg(['provider_d']);
+    const customer = await newCustomer(org);
+    const invoice = await finalizedInvoice(org, customer.id, 640);
+    ucp.failNext(400);
+    expectError(await checkout(org, invoice.id, 'provider_d'), 502, 'provider_error');
+    const [failed] = ok<PaymentResource[]>(await call(org, 'GET', `/v1/payments?invoice_id=${invoice.id}`));
+    expect(failed!.status).toBe('failed');
+    expect(failed!.failure_reason).toBeTruthy();
+    const next = ok<Checkout>(await checkout(org, invoice.id, 'provider_d'));
+    expect(next.payment_id).not.toBe(failed!.id);
+    expect(next.checkout_url).toMatch(/^http/);
+  });
+});
+
 describe('manual', () => {
   it('a signed notification pays; mark-paid, refund and delete follow the state table', async () => {
     const org = await newOrg(['manual']);
@@ -584,4 +620,27 @@ describe('manual', () => {
       await own.close();
     }
   }, 240_000);
+});
+
+describe('OpenAPI document', () => {
+  it('documents every payments and integrations route with its schemas', async () => {
+    const doc = (await stack.app.inject({ method: 'GET', url: '/docs/openapi.json' })).json<{
+      paths: Record<string, Record<string, { requestBody?: unknown; responses: Record<string, unknown> }>>;
+      components: { schemas: Record<string, unknown> };
+    }>();
+    const methods = (path: string) => Object.keys(doc.paths[path] ?? {}).sort();
+    expect(methods('/v1/integrations')).toEqual(['get', 'post']);
+    expect(methods('/v1/integrations/{id}')).toEqual(['delete', 'get', 'put']);
+    expect(methods('/v1/payments')).toEqual(['get']);
+    expect(methods('/v1/payments/{id}')).toEqual(['delete', 'get']);
+    expect(methods('/v1/payments/checkout')).toEqual(['post']);
+    expect(methods('/v1/payments/{id}/mark-paid')).toEqual(['post']);
+    expect(methods('/v1/payments/{id}/refund')).toEqual(['post']);
+    expect(methods('/v1/payments/{id}/return')).toEqual(['get']);
+    expect(methods('/v1/payments/webhook/{provider}')).toEqual(['post']);
+    expect(methods('/v1/payments/webhook/{provider}/{organization_id}')).toEqual(['post']);
+    expect(doc.paths['/v1/payments/checkout']!.post!.requestBody).toBeDefined();
+    expect(Object.keys(doc.paths['/v1/payments/checkout']!.post!.responses)).toEqual(expect.arrayContaining(['200', '400', '422', '502']));
+    expect(Object.keys(doc.components.schemas)).toEqual(expect.arrayContaining(['Payment', 'Integration', 'Checkout']));
+  });
 });

@@ -45,7 +45,9 @@ export const paymentRoutes: FastifyPluginAsyncZod = async (app) => {
   const { db, temporal } = app.deps;
   const { Payment } = db.models;
   const tags = ['payments'];
-  const publicUrl = app.deps.config.PUBLIC_URL ?? 'http://127.0.0.1:3000';
+  // Where customers come back from a redirect flow: PUBLIC_URL, else the address the API listens on.
+  const { PUBLIC_URL, HOST, PORT } = app.deps.config;
+  const publicUrl = PUBLIC_URL ?? `http://${HOST && HOST !== '0.0.0.0' ? HOST : '127.0.0.1'}:${PORT ?? 3000}`;
 
   app.post(
     '/payments/checkout',
