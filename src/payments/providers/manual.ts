@@ -7,7 +7,7 @@
  * (bxb-compatible). A sender that adds `X-Webhook-Timestamp` signs `"<ts>.<raw body>"` instead
  * and gets replay protection: the timestamp must be within 300 s of now.
  */
-import { asString, headerValue, parseJsonObject, sha256Hex, signatureHeader, verifyHexHmac } from './signatures';
+import { asString, headerValue, parseJsonObject, sha256Hex, verifyHexSignedJson } from './signatures';
 import {
   InvalidProviderSignature,
   type CheckoutRequest,
@@ -83,14 +83,7 @@ function toNotification(body: Record<string, unknown>, rawBody: Buffer): Provide
 }
 
 function verifyNotification(ctx: ProviderContext, input: NotificationInput): ProviderNotification[] {
-  const secret = ctx.settings.webhook_secret;
-  if (!secret) throw new InvalidProviderSignature('manual: no webhook_secret is configured');
-  const signature = signatureHeader(input.headers, 'x-webhook-signature');
-  if (!signature) throw new InvalidProviderSignature('manual: the notification has no signature');
-  if (!verifyHexHmac(secret, signedMessage(input), signature)) throw new InvalidProviderSignature('manual: the signature does not match');
-  const body = parseJsonObject(input.rawBody);
-  if (!body) throw new Error('manual: the notification body is not a JSON object');
-  return [toNotification(body, input.rawBody)];
+  return [toNotification(verifyHexSignedJson('manual', ctx, input, 'x-webhook-signature', signedMessage(input)), input.rawBody)];
 }
 
 function references(rawBody: Buffer): NotificationReferences {

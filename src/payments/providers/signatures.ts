@@ -6,7 +6,7 @@
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 
-import type { RawHeaders } from './types';
+import { InvalidProviderSignature, type NotificationInput, type ProviderContext, type RawHeaders } from './types';
 
 /** bxb reads the first present of these for every provider (payment-providers.md §1.2). */
 export const signatureHeaderChain = ['stripe-signature', 'x-ucp-signature', 'webhook-signature', 'x-webhook-signature'] as const;
@@ -50,6 +50,28 @@ export function verifyHexHmac(secret: string, message: Buffer, signature: string
     .replace(/^sha256=/i, '')
     .toLowerCase();
   return constantTimeEqual(hmacSha256Hex(secret, message), given);
+}
+
+/**
+ * The scheme UCP and manual share: the integration's `webhook_secret`, a hex HMAC-SHA256 of
+ * `message` in the `header` (or the §1.2 chain), then a JSON object body. Throws
+ * InvalidProviderSignature for a missing secret or signature and a mismatch.
+ */
+export function verifyHexSignedJson(
+  label: string,
+  ctx: ProviderContext,
+  input: NotificationInput,
+  header: string,
+  message: Buffer,
+): Record<string, unknown> {
+  const secret = ctx.settings.webhook_secret;
+  if (!secret) throw new InvalidProviderSignature(`${label}: no webhook_secret is configured`);
+  const signature = signatureHeader(input.headers, header);
+  if (!signature) throw new InvalidProviderSignature(`${label}: the notification has no signature`);
+  if (!verifyHexHmac(secret, message, signature)) throw new InvalidProviderSignature(`${label}: the signature does not match`);
+  const body = parseJsonObject(input.rawBody);
+  if (!body) throw new Error(`${label}: the notification body is not a JSON object`);
+  return body;
 }
 
 /** SHA-256 (hex) of a body: the event key of providers whose notifications carry no event id. */

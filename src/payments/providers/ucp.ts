@@ -6,9 +6,8 @@
  * `X-UCP-Signature`: hex HMAC-SHA256 of the raw body with `webhook_secret`, no timestamp, so the
  * event key is the body's SHA-256 and replays are caught by the store, not here.
  */
-import { asRecord, asString, parseJsonObject, sha256Hex, signatureHeader, verifyHexHmac } from './signatures';
+import { asRecord, asString, parseJsonObject, sha256Hex, verifyHexSignedJson } from './signatures';
 import {
-  InvalidProviderSignature,
   ProviderRefused,
   type CheckoutRequest,
   type CheckoutResult,
@@ -235,14 +234,7 @@ function toNotification(root: Record<string, unknown>, rawBody: Buffer): Provide
 }
 
 function verifyNotification(ctx: ProviderContext, input: NotificationInput): ProviderNotification[] {
-  const secret = ctx.settings.webhook_secret;
-  if (!secret) throw new InvalidProviderSignature('provider_d: no webhook_secret is configured');
-  const signature = signatureHeader(input.headers, 'x-ucp-signature');
-  if (!signature) throw new InvalidProviderSignature('provider_d: the notification has no signature');
-  if (!verifyHexHmac(secret, input.rawBody, signature)) throw new InvalidProviderSignature('provider_d: the signature does not match');
-  const root = parseJsonObject(input.rawBody);
-  if (!root) throw new Error('provider_d: the notification body is not a JSON object');
-  return [toNotification(root, input.rawBody)];
+  return [toNotification(verifyHexSignedJson('provider_d', ctx, input, 'x-ucp-signature', input.rawBody), input.rawBody)];
 }
 
 function references(rawBody: Buffer): NotificationReferences {
