@@ -19,7 +19,6 @@ import {
   ActivityFailure,
   ApplicationFailure,
   allHandlersFinished,
-  condition,
   getExternalWorkflowHandle,
   proxyActivities,
   setHandler,
@@ -200,8 +199,9 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<{ st
       await waitFor(() => events.length > 0 || !OPEN.includes(status));
     } else {
       // Resting: end once no command is running and no notification waits (one that arrived
-      // meanwhile is handled first; a later one starts the next run).
-      await condition(allHandlersFinished);
+      // meanwhile is handled first; a later one starts the next run). Through waitFor, so that a
+      // test clock's advance (itself a running handler) sees this workflow caught up meanwhile.
+      await waitFor(allHandlersFinished);
       if (events.length === 0 && !OPEN.includes(status)) break;
     }
   }

@@ -13,6 +13,7 @@ import type { IntegrationResource } from '../../src/resources/integration';
 import type { InvoiceResource } from '../../src/resources/invoice';
 import type { PaymentResource } from '../../src/resources/payment';
 import { eventually, expectError, injectAs, ok, type Method } from '../support/http';
+import { startReceiver, type Receiver } from '../support/receiver';
 import { startFakeAdyen, type FakeAdyen } from '../support/providers/fake-adyen';
 import { startFakeGoCardless, type FakeGoCardless } from '../support/providers/fake-gocardless';
 import { startFakeStripe, type FakeStripe } from '../support/providers/fake-stripe';
@@ -237,6 +238,23 @@ describe('integrations', () => {
     } finally {
       await strict.close();
     }
+  });
+});
+
+describe("customers' payment methods", () => {
+  it('are settable on create and update, and refused for an unknown provider', async () => {
+    const org = await newOrg([]);
+    const customer = await newCustomer(org, { payment_provider: 'provider_a', provider_customer_id: 'cus_S1', payment_method_id: 'pm_1' });
+    expect([customer.payment_provider, customer.provider_customer_id, customer.payment_method_id]).toEqual([
+      'provider_a',
+      'cus_S1',
+      'pm_1',
+    ]);
+    const updated = ok<CustomerResource>(
+      await call(org, 'PUT', `/v1/customers/${customer.id}`, { payment_provider: 'provider_c', payment_method_id: 'MD1' }),
+    );
+    expect([updated.payment_provider, updated.provider_customer_id, updated.payment_method_id]).toEqual(['provider_c', 'cus_S1', 'MD1']);
+    expectError(await call(org, 'POST', '/v1/customers', { external_id: 'x', payment_provider: 'paypal' }), 422, 'validation_error');
   });
 });
 
@@ -506,6 +524,155 @@ describe('provider_d (UCP)', () => {
     expect(res.status).toBe(200);
     await waitForPayment(org, payment.id, 'succeeded');
     await waitForInvoicePaid(org, invoice.id);
+  });
+});
+
+/** How each provider's customer pays or fails, and how many refund calls its fake received. */
+interface ProviderDriver {
+  currency: string;
+  succeed(org: TestOrganization, payment: PaymentResource): Promise<{ status: number }>;
+  fail(org: TestOrganization, payment: PaymentResource): Promise<{ status: number }>;
+  refundCalls(): number;
+}
+
+/** provider_c: the customer completes the redirect flow and comes back; the payment is made on the mandate. */
+async function returnFromFlow(org: TestOrganization, payment: PaymentResource): Promise<PaymentResource> {
+  const back = new URL(gocardless.customerApproves(payment.provider_checkout_id!));
+  const res = await stack.app.inject({ method: 'GET', url: `/v1/payments/${payment.id}/return${back.search}` });
+  expect(res.statusCode).toBe(302);
+  return getPayment(org, payment.id);
+}
+
+const drivers: Record<string, ProviderDriver> = {
+  provider_a: {
+    currency: 'USD',
+    succeed: (_org, p) =>
+      stripe.notify(
+        webhookUrl('provider_a'),
+        STRIPE_SECRET,
+        stripe.event('checkout.session.completed', stripe.complete(p.provider_checkout_id!)),
+      ),
+    fail: (_org, p) =>
+      stripe.notify(
+        webhookUrl('provider_a'),
+        STRIPE_SECRET,
+        stripe.event('payment_intent.payment_failed', {
+          id: `pi_f_${p.id}`,
+          object: 'payment_intent',
+          metadata: { payment_id: p.id },
+          last_payment_error: { message: 'declined' },
+        }),
+      ),
+    refundCalls: () => stripe.refunds.size,
+  },
+  provider_b: {
+    currency: 'EUR',
+    succeed: (_org, p) =>
+      adyen.notify(webhookUrl('provider_b'), ADYEN_HMAC, [
+        {
+          eventCode: 'AUTHORISATION',
+          success: 'true',
+          pspReference: adyen.authorise(p.provider_checkout_id!),
+          merchantReference: p.id,
+          amount: { value: Number(p.amount), currency: p.currency },
+        },
+      ]),
+    fail: (_org, p) =>
+      adyen.notify(webhookUrl('provider_b'), ADYEN_HMAC, [
+        {
+          eventCode: 'AUTHORISATION',
+          success: 'false',
+          pspReference: '8816000000000009',
+          merchantReference: p.id,
+          reason: 'Refused',
+          amount: { value: Number(p.amount), currency: p.currency },
+        },
+      ]),
+    refundCalls: () => adyen.refunds.length,
+  },
+  provider_c: {
+    currency: 'GBP',
+    succeed: async (org, p) => {
+      const after = await returnFromFlow(org, p);
+      return gocardless.notify(webhookUrl('provider_c'), GC_SECRET, [
+        gocardless.event({ resource_type: 'payments', action: 'confirmed', links: { payment: after.provider_payment_id! } }),
+      ]);
+    },
+    fail: async (org, p) => {
+      const after = await returnFromFlow(org, p);
+      return gocardless.notify(webhookUrl('provider_c'), GC_SECRET, [
+        gocardless.event({ resource_type: 'payments', action: 'failed', links: { payment: after.provider_payment_id! } }),
+      ]);
+    },
+    refundCalls: () => gocardless.refunds.size,
+  },
+  provider_d: {
+    currency: 'USD',
+    succeed: (_org, p) => {
+      ucp.complete(p.provider_checkout_id!);
+      return ucp.notify(webhookUrl('provider_d'), UCP_SECRET, ucp.eventFor(p.provider_checkout_id!));
+    },
+    fail: (_org, p) =>
+      ucp.notify(webhookUrl('provider_d'), UCP_SECRET, {
+        type: 'checkout.failed',
+        data: { id: p.provider_checkout_id, status: 'failed', metadata: { payment_id: p.id } },
+      }),
+    refundCalls: () => ucp.refunds.length,
+  },
+  manual: {
+    currency: 'USD',
+    succeed: (_org, p) => notifyManual(webhookUrl('manual'), MANUAL_SECRET, { payment_id: p.id, status: 'succeeded' }),
+    fail: (_org, p) => notifyManual(webhookUrl('manual'), MANUAL_SECRET, { payment_id: p.id, status: 'failed', failure_reason: 'bounced' }),
+    // Offline payments are refunded offline: nothing to call.
+    refundCalls: () => 0,
+  },
+};
+
+describe.each(Object.keys(drivers))('%s end to end', (provider) => {
+  let receiver: Receiver;
+  beforeAll(async () => {
+    receiver = await startReceiver();
+  });
+  afterAll(async () => receiver?.close());
+
+  it('checkout → signed success → succeeded, one settlement, invoice paid, payment.succeeded and invoice.paid delivered; refund through the provider; a failure → failed', async () => {
+    const driver = drivers[provider]!;
+    const org = await newOrg([provider]);
+    ok(await call(org, 'POST', '/v1/webhook_endpoints', { url: receiver.url(`/${provider}`) }), 201);
+    const customer = await newCustomer(org, { currency: driver.currency });
+    const invoice = await finalizedInvoice(org, customer.id, 1999);
+    const answer = ok<Checkout>(await checkout(org, invoice.id, provider));
+    const payment = await getPayment(org, answer.payment_id);
+    expect(payment.amount).toBe('1999.0000');
+
+    expect((await driver.succeed(org, payment)).status).toBe(200);
+    await waitForPayment(org, payment.id, 'succeeded');
+    const paid = await waitForInvoicePaid(org, invoice.id);
+    expect(paid.payment_status).toBe('succeeded');
+    // The same provider event again (the stored one is found): still one settlement.
+    const stored = await stack.db.models.ProviderEvent.find({ payment_id: payment.id }).lean();
+    expect(stored.length).toBeGreaterThanOrEqual(1);
+    expect(await settlementsOf(invoice.id)).toHaveLength(1);
+    const delivered = await eventually(
+      async () => {
+        const types = receiver.requests(`/${provider}`).map((r) => (JSON.parse(r.body) as { type: string }).type);
+        return types.includes('payment.succeeded') && types.includes('invoice.paid') ? types : undefined;
+      },
+      30_000,
+      'payment.succeeded and invoice.paid delivered',
+    );
+    expect(delivered).toEqual(expect.arrayContaining(['payment.created', 'payment.succeeded', 'invoice.paid']));
+
+    const refundsBefore = driver.refundCalls();
+    const refunded = ok<PaymentResource>(await call(org, 'POST', `/v1/payments/${payment.id}/refund`, {}));
+    expect(refunded.status).toBe('refunded');
+    expect(driver.refundCalls() - refundsBefore).toBe(provider === 'manual' ? 0 : 1);
+
+    const second = await finalizedInvoice(org, customer.id, 500);
+    const failing = await getPayment(org, ok<Checkout>(await checkout(org, second.id, provider)).payment_id);
+    expect((await driver.fail(org, failing)).status).toBe(200);
+    await waitForPayment(org, failing.id, 'failed');
+    expect(await settlementsOf(second.id)).toHaveLength(0);
   });
 });
 
