@@ -5,6 +5,7 @@ import { createDiagnosticActivities } from './diagnostics';
 import { createIdempotencyKeyActivities } from './idempotency-keys';
 import { createInvoiceActivities } from './invoices';
 import { createPaymentActivities } from './payments';
+import { createPaymentRequestActivities } from './payment-requests';
 import { createReconcilerActivities } from './reconciler';
 import { createSubscriptionActivities } from './subscriptions';
 import { createTestClockActivities } from './test-clocks';
@@ -32,6 +33,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createTestClockActivities({ db: deps.db, temporal: deps.temporal }),
     ...createReconcilerActivities({ db: deps.db, temporal: deps.temporal }),
     ...createIdempotencyKeyActivities({ db: deps.db }),
+    ...createPaymentRequestActivities({ db: deps.db, models: deps.db.models, temporal: deps.temporal }),
     ...createPaymentActivities({ db: deps.db, models: deps.db.models, temporal: deps.temporal, secrets: createSecretBox(deps.secretsKey) }),
     ...createWebhookActivities({
       models: deps.db.models,

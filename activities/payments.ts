@@ -20,19 +20,25 @@ export interface PaymentStepResult {
   payment: PaymentResource;
   /** The invoice's workflow must hear of a settlement. */
   settled: boolean;
+  /** The invoices the payment settled (a payment request's pays several); absent: the payment's invoice. */
+  settledInvoiceIds?: string[];
 }
-
-const result = ({ payment, settled }: MoveResult): PaymentStepResult => ({ payment: toPaymentResource(payment), settled });
-const plain = (payment: PaymentDoc): PaymentStepResult => ({
-  payment: toPaymentResource(payment),
-  settled: payment.status === 'succeeded',
-});
 
 /**
  * The paymentWorkflow's steps (src/payments/payments.ts). Each receives the instant it acts for
  * from the workflow (workflow or test-clock time), so a retried step records the same instants.
  */
 export function createPaymentActivities(deps: PaymentDeps & { db: Db }) {
+  async function plain(payment: PaymentDoc): Promise<PaymentStepResult> {
+    if (payment.status !== 'succeeded') return { payment: toPaymentResource(payment), settled: false };
+    const settlements = await deps.db.models.InvoiceSettlement.find(
+      { source_id: payment._id, settlement_type: 'payment' },
+      { invoice_id: 1 },
+    ).lean();
+    return { payment: toPaymentResource(payment), settled: true, settledInvoiceIds: settlements.map((s) => s.invoice_id) };
+  }
+  const result = (moved: MoveResult) => plain(moved.payment);
+
   return {
     async readPaymentActivity(paymentId: string): Promise<PaymentResource> {
       const payment = await deps.db.models.Payment.findById(paymentId).lean();

@@ -17,3 +17,5 @@ export { testClockAdvanceWorkflow } from './test-clock';
 export type { TestClockAdvanceInput } from './test-clock.messages';
 export { paymentWorkflow } from './payment';
 export type { PaymentWorkflowInput } from './payment.messages';
+export { paymentRequestWorkflow } from './payment-request';
+export type { PaymentRequestWorkflowInput } from './payment-request.messages';

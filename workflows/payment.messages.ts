@@ -34,6 +34,8 @@ export interface PaymentWorkflowInput {
   checkoutCreated: boolean;
   /** ISO; the checkout's expiry, once known. */
   expiresAt: string | null;
+  /** The payment request this payment is an attempt of (its workflow hears the outcome). */
+  paymentRequestId?: string | null;
   /** The customer's test clock, if it is on one. */
   clock?: ClockRef | null;
 }

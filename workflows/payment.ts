@@ -33,6 +33,7 @@ import { BillingStatus } from '../src/temporal/search-attributes';
 import { workflowIds } from '../src/temporal/workflow-ids';
 import { stepLock } from './exclusive';
 import { settlementRecordedSignal } from './invoice.messages';
+import { paymentOutcomeSignal } from './payment-request.messages';
 import {
   checkoutPaymentUpdate,
   completeRedirectUpdate,
@@ -63,6 +64,7 @@ function refuse(message: string): never {
 }
 
 const OPEN: readonly PaymentStatus[] = ['pending', 'processing'];
+const FINAL: readonly PaymentStatus[] = ['succeeded', 'failed', 'canceled'];
 
 /** Why a provider call failed, for the payment's failure_reason and the API's 502. */
 function reasonOf(err: unknown): string {
@@ -86,19 +88,34 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<{ st
     status = step.payment.status;
     if (step.payment.expires_at) expiresAt = Date.parse(step.payment.expires_at);
     if (changed) upsertSearchAttributes([{ key: BillingStatus, value: status }]);
-    if (step.settled) await announceSettlement();
+    if (step.settled) await announceSettlement(step.settledInvoiceIds ?? [input.invoiceId]);
+    if (changed && input.paymentRequestId && FINAL.includes(status)) await tellRequest(input.paymentRequestId);
     return step.payment;
   }
 
-  let settlementAnnounced = false;
-  /** The invoice's workflow settles the invoice (paid once its settlements cover it); one that ended has nothing left to settle. */
-  async function announceSettlement(): Promise<void> {
-    if (settlementAnnounced) return;
-    settlementAnnounced = true;
+  const announced = new Set<string>();
+  /** Each invoice's workflow settles its invoice (paid once its settlements cover it); one that ended has nothing left to settle. */
+  async function announceSettlement(invoiceIds: string[]): Promise<void> {
+    for (const invoiceId of invoiceIds) {
+      if (announced.has(invoiceId)) continue;
+      announced.add(invoiceId);
+      try {
+        await getExternalWorkflowHandle(workflowIds.invoice(invoiceId)).signal(settlementRecordedSignal);
+      } catch {
+        // Not running: the invoice was paid, voided or is handled by the reconciler.
+      }
+    }
+  }
+
+  /** A payment request's attempt: its workflow waits for this outcome. */
+  async function tellRequest(paymentRequestId: string): Promise<void> {
     try {
-      await getExternalWorkflowHandle(workflowIds.invoice(input.invoiceId)).signal(settlementRecordedSignal);
+      await getExternalWorkflowHandle(workflowIds.paymentRequest(paymentRequestId)).signal(paymentOutcomeSignal, {
+        paymentId: input.paymentId,
+        status,
+      });
     } catch {
-      // Not running: the invoice was paid, voided or is handled by the reconciler.
+      // The request ended meanwhile (its invoices were paid otherwise).
     }
   }
 

@@ -32,6 +32,7 @@ import { testClockRoutes } from './routes/test-clocks';
 import { webhookRoutes } from './routes/webhooks';
 import { integrationRoutes } from './routes/integrations';
 import { paymentRoutes } from './routes/payments';
+import { paymentRequestRoutes } from './routes/payment-requests';
 import { paymentWebhookRoutes } from './routes/payment-webhooks';
 
 export interface AppDeps {
@@ -133,6 +134,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await scope.register(testClockRoutes);
       await scope.register(integrationRoutes);
       await scope.register(paymentRoutes);
+      await scope.register(paymentRequestRoutes);
     },
     { prefix: '/v1' },
   );

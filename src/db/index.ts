@@ -31,6 +31,7 @@ import { idempotencyKeySchema, type IdempotencyKeyDoc } from './models/idempoten
 import { integrationSchema, type IntegrationDoc } from './models/integration';
 import { paymentSchema, type PaymentDoc } from './models/payment';
 import { providerEventSchema, type ProviderEventDoc } from './models/provider-event';
+import { paymentRequestSchema, type PaymentRequestDoc } from './models/payment-request';
 
 export interface Models {
   Organization: Model<OrganizationDoc>;
@@ -65,6 +66,7 @@ export interface Models {
   Integration: Model<IntegrationDoc>;
   Payment: Model<PaymentDoc>;
   ProviderEvent: Model<ProviderEventDoc>;
+  PaymentRequest: Model<PaymentRequestDoc>;
 }
 
 /**
@@ -124,6 +126,7 @@ function bindModels(connection: Connection): Models {
     Integration: connection.model<IntegrationDoc>('Integration', integrationSchema),
     Payment: connection.model<PaymentDoc>('Payment', paymentSchema),
     ProviderEvent: connection.model<ProviderEventDoc>('ProviderEvent', providerEventSchema),
+    PaymentRequest: connection.model<PaymentRequestDoc>('PaymentRequest', paymentRequestSchema),
   };
 }
 

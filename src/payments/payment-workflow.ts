@@ -24,6 +24,7 @@ export function paymentWorkflowInput(payment: PaymentDoc, clock: ClockRef | null
     status: payment.status,
     checkoutCreated: payment.provider_checkout_id !== null,
     expiresAt: payment.expires_at ? payment.expires_at.toISOString() : null,
+    paymentRequestId: payment.payment_request_id ?? null,
     clock,
   };
 }

@@ -11,6 +11,7 @@ import { dec, roundCents } from '../domain/money';
 import { toPaymentResource } from '../resources/payment';
 import { emitEvent, type EmitDeps } from '../webhooks/emit-event';
 import { activeProviderIntegration, providerContext } from './integrations';
+import { openInvoices } from './payment-requests';
 import { adapterFor } from './providers';
 import { ProviderRefused, type NotificationOutcome, type ProviderContext, type ProviderNotification } from './providers/types';
 import type { SecretBox } from './secrets';
@@ -92,9 +93,37 @@ export async function createPaymentCheckout(deps: PaymentDeps, paymentId: string
   }
   const [invoice, customer, ctx] = await Promise.all([
     deps.db.models.Invoice.findById(payment.invoice_id, { number: 1 }).lean(),
-    deps.db.models.Customer.findById(payment.customer_id, { email: 1 }).lean(),
+    deps.db.models.Customer.findById(payment.customer_id, { email: 1, provider_customer_id: 1 }).lean(),
     contextFor(deps, payment),
   ]);
+  const adapter = adapterFor(payment.provider);
+  if (payment.saved_method_id && adapter.chargeSavedMethod) {
+    // A payment request's attempt on the saved method: charged at once, no checkout.
+    const charge = await callProvider(() =>
+      adapter.chargeSavedMethod!(ctx, {
+        paymentId,
+        amountMinor: minorUnits(payment),
+        currency: payment.currency,
+        providerCustomerId: customer?.provider_customer_id ?? null,
+        paymentMethodId: payment.saved_method_id!,
+        description: invoice?.number ? `Invoice ${invoice.number}` : `Payment ${paymentId}`,
+        idempotencyKey: `payment/${paymentId}/charge`,
+      }),
+    );
+    await deps.db.models.Payment.updateOne(
+      { _id: paymentId, provider_checkout_id: null },
+      { $set: { provider_checkout_id: `charge_${paymentId}`, provider_payment_id: charge.providerPaymentId } },
+    );
+    await announce(deps, (await load(deps.db, paymentId))!, 'payment.created', payment.created_at);
+    const { payment: after } = await moveTo(
+      deps,
+      paymentId,
+      charge.outcome,
+      at,
+      charge.outcome === 'failed' ? { failure_reason: charge.failureReason ?? 'Payment failed' } : {},
+    );
+    return after;
+  }
   const checkout = await callProvider(() =>
     adapterFor(payment.provider).createCheckout(ctx, {
       paymentId,
@@ -171,13 +200,28 @@ async function afterStatus(deps: PaymentDeps, payment: PaymentDoc, at: Date): Pr
   const { Invoice, Fee } = deps.db.models;
   switch (payment.status) {
     case 'succeeded':
-      await recordSettlement(deps.db, {
-        organizationId: payment.organization_id,
-        invoiceId: payment.invoice_id,
-        type: 'payment',
-        sourceId: payment._id,
-        amountCents: fromDecimal128(payment.amount) ?? dec(0),
-      });
+      if (payment.payment_request_id) {
+        // A payment request's payment pays each of its invoices still open what it leaves to pay
+        // (a retry finds the ones settled already closed).
+        const request = await deps.db.models.PaymentRequest.findById(payment.payment_request_id, { invoice_ids: 1 }).lean();
+        for (const { invoice, left } of await openInvoices(deps.db, request?.invoice_ids ?? [payment.invoice_id])) {
+          await recordSettlement(deps.db, {
+            organizationId: payment.organization_id,
+            invoiceId: invoice._id,
+            type: 'payment',
+            sourceId: payment._id,
+            amountCents: left,
+          });
+        }
+      } else {
+        await recordSettlement(deps.db, {
+          organizationId: payment.organization_id,
+          invoiceId: payment.invoice_id,
+          type: 'payment',
+          sourceId: payment._id,
+          amountCents: fromDecimal128(payment.amount) ?? dec(0),
+        });
+      }
       await announce(deps, payment, 'payment.succeeded', payment.paid_at ?? at);
       return;
     case 'failed':

@@ -27,6 +27,8 @@ export interface PaymentDoc extends BaseDoc {
   provider_refund_id: string | null;
   success_url: string | null;
   cancel_url: string | null;
+  /** A payment request's attempt on the customer's saved method (charged without the customer, no checkout). */
+  saved_method_id: string | null;
   /** Where a redirect flow brings the customer back: our GET /v1/payments/{id}/return. */
   return_url: string | null;
   /**
@@ -67,6 +69,7 @@ export const paymentSchema = new Schema<PaymentDoc>(
     success_url: { type: String, default: null },
     cancel_url: { type: String, default: null },
     return_url: { type: String, default: null },
+    saved_method_id: { type: String, default: null },
     open_slot: { type: String, required: true },
     deleted_at: { type: Date, default: null },
   },

@@ -12,6 +12,10 @@ import type { ProviderCode } from '../../domain/payment-providers';
 
 export { providerCodes, type ProviderCode } from '../../domain/payment-providers';
 
+export function isProviderCode(value: string): value is ProviderCode {
+  return (['provider_a', 'provider_b', 'provider_c', 'provider_d', 'manual'] as readonly string[]).includes(value);
+}
+
 /** The integration of one organization for one provider, as an adapter sees it. */
 export interface ProviderContext {
   /** Decrypted settings with the contract's names (api_key, webhook_secret, hmac_key, ...). */
@@ -137,6 +141,26 @@ export interface RedirectCompletionResult {
   providerPaymentId: string;
 }
 
+/** A charge of a saved method without the customer (dunning's payment requests): Stripe off-session, a GoCardless mandate, an Adyen stored method. */
+export interface SavedMethodCharge {
+  paymentId: string;
+  amountMinor: number;
+  currency: string;
+  /** The customer's id at the provider (Stripe `cus_…`, Adyen shopperReference); null when the provider needs none. */
+  providerCustomerId: string | null;
+  /** Stripe `pm_…`, GoCardless mandate `MD…`, Adyen storedPaymentMethodId. */
+  paymentMethodId: string;
+  description: string;
+  idempotencyKey: string;
+}
+
+export interface SavedMethodChargeResult {
+  providerPaymentId: string;
+  /** What the provider answered at once; the rest arrives by notification. */
+  outcome: 'processing' | 'succeeded' | 'failed';
+  failureReason: string | null;
+}
+
 export interface PaymentProviderAdapter {
   code: ProviderCode;
   /** Creates the hosted checkout (session, redirect flow, checkout session); manual: a local id, no URL. */
@@ -152,6 +176,8 @@ export interface PaymentProviderAdapter {
   verifyNotification(ctx: ProviderContext, input: NotificationInput): ProviderNotification[];
   /** Reads, without verifying, which payments a payload refers to (empty when it cannot be parsed). */
   references(rawBody: Buffer): NotificationReferences;
+  /** Charges a saved method without the customer (provider_a, provider_b, provider_c); absent: checkout only. */
+  chargeSavedMethod?(ctx: ProviderContext, charge: SavedMethodCharge): Promise<SavedMethodChargeResult>;
   /** provider_c only: completes the redirect flow and creates the payment on the new mandate. */
   completeRedirect?(ctx: ProviderContext, completion: RedirectCompletion): Promise<RedirectCompletionResult>;
 }

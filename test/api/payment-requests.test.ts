@@ -1,0 +1,165 @@
+// Payment requests through the API (api-contract.md, Dunning campaigns and payment requests): a
+// request collects several invoices with one payment through the payments' machinery; its workflow
+// waits for the payment's outcome, and the payment settles every invoice.
+import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CustomerResource } from '../../src/resources/customer';
+import type { InvoiceResource } from '../../src/resources/invoice';
+import type { PaymentResource } from '../../src/resources/payment';
+import type { PaymentRequestResource } from '../../src/resources/payment-request';
+import { eventually, expectError, injectAs, ok, type Method } from '../support/http';
+import { notifyManual } from '../support/providers/manual-notifier';
+import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
+import { startStackWorker, type StackWorker } from '../support/worker';
+
+let stack: TestStack;
+let worker: StackWorker;
+let webhookUrl: string;
+const SECRET = 'manual_secret_for_requests';
+
+beforeAll(async () => {
+  stack = await createTestStack();
+  await stack.app.listen({ host: '127.0.0.1', port: 0 });
+  webhookUrl = `http://127.0.0.1:${(stack.app.server.address() as AddressInfo).port}/v1/payments/webhook/manual`;
+  worker = await startStackWorker(stack);
+}, 120_000);
+
+afterAll(async () => {
+  await worker?.stop();
+  await stack?.close();
+});
+
+const call = (org: TestOrganization, method: Method, url: string, payload?: unknown) => injectAs(stack.app, org, method, url, payload);
+
+async function setup(): Promise<{ org: TestOrganization; customer: CustomerResource; invoices: InvoiceResource[] }> {
+  const org = await createOrganization(stack.app, { name: `Requests ${randomUUID().slice(0, 6)}`, timezone: 'UTC' });
+  ok(
+    await call(org, 'POST', '/v1/integrations', {
+      integration_type: 'payment_provider',
+      provider_type: 'manual',
+      settings: { webhook_secret: SECRET },
+    }),
+    201,
+  );
+  const customer = ok<CustomerResource>(
+    await call(org, 'POST', '/v1/customers', { external_id: `cus_${randomUUID()}`, currency: 'USD', payment_provider: 'manual' }),
+    201,
+  );
+  const invoices: InvoiceResource[] = [];
+  for (const cents of [1000, 500]) {
+    const draft = ok<InvoiceResource>(
+      await call(org, 'POST', '/v1/invoices/one_off', {
+        customer_id: customer.id,
+        line_items: [{ description: 'x', unit_price: String(cents) }],
+      }),
+      201,
+    );
+    invoices.push(draft.status === 'finalized' ? draft : ok<InvoiceResource>(await call(org, 'POST', `/v1/invoices/${draft.id}/finalize`)));
+  }
+  return { org, customer, invoices };
+}
+
+async function waitForRequest(org: TestOrganization, id: string, ready: (r: PaymentRequestResource) => boolean, what: string) {
+  return eventually(
+    async () => {
+      worker.assertAlive();
+      const request = ok<PaymentRequestResource>(await call(org, 'GET', `/v1/payment_requests/${id}`));
+      return ready(request) ? request : undefined;
+    },
+    30_000,
+    what,
+  );
+}
+
+async function eventTypes(organizationId: string, objectId: string): Promise<string[]> {
+  const events = await stack.db.models.LifecycleEvent.find({ organization_id: organizationId }).lean();
+  return events
+    .filter((e) => (e.object as { id?: unknown }).id === objectId)
+    .map((e) => e.type as string)
+    .sort();
+}
+
+describe('payment requests', () => {
+  it('one payment collects every invoice: succeeded, each invoice paid with its own settlement, events', async () => {
+    const { org, customer, invoices } = await setup();
+    const created = ok<PaymentRequestResource>(
+      await call(org, 'POST', '/v1/payment_requests', { customer_id: customer.id, invoice_ids: invoices.map((i) => i.id) }),
+      201,
+    );
+    expect(created).toMatchObject({
+      status: 'pending',
+      amount_cents: '1500.0000',
+      currency: 'USD',
+      max_attempts: 1,
+      dunning_campaign_id: null,
+    });
+    const attempted = await waitForRequest(
+      org,
+      created.id,
+      (r) => r.payment_ids.length === 1 && r.payment_attempts === 1,
+      'the first attempt',
+    );
+    const payment = ok<PaymentResource>(await call(org, 'GET', `/v1/payments/${attempted.payment_ids[0]}`));
+    expect(payment).toMatchObject({ amount: '1500.0000', payment_request_id: created.id, provider: 'manual' });
+
+    expect((await notifyManual(webhookUrl, SECRET, { payment_id: payment.id, status: 'succeeded' })).status).toBe(200);
+    await waitForRequest(org, created.id, (r) => r.status === 'succeeded', 'the request to succeed');
+    for (const invoice of invoices) {
+      await eventually(
+        async () => (ok<InvoiceResource>(await call(org, 'GET', `/v1/invoices/${invoice.id}`)).status === 'paid' ? true : undefined),
+        20_000,
+      );
+    }
+    const settlements = await stack.db.models.InvoiceSettlement.find({ source_id: payment.id }).lean();
+    expect(settlements.map((s) => [s.invoice_id, s.amount_cents.toString()]).sort()).toEqual(
+      [
+        [invoices[0]!.id, '1000'],
+        [invoices[1]!.id, '500'],
+      ].sort(),
+    );
+    expect(await eventTypes(org.id, created.id)).toEqual(['payment_request.created', 'payment_request.payment_succeeded']);
+    const listed = ok<PaymentRequestResource[]>(await call(org, 'GET', `/v1/payment_requests?customer_id=${customer.id}&status=succeeded`));
+    expect(listed.map((r) => r.id)).toEqual([created.id]);
+  });
+
+  it('a failed attempt with max_attempts 1 fails the request; nothing is settled', async () => {
+    const { org, customer, invoices } = await setup();
+    const created = ok<PaymentRequestResource>(
+      await call(org, 'POST', '/v1/payment_requests', { customer_id: customer.id, invoice_ids: [invoices[0]!.id] }),
+      201,
+    );
+    const attempted = await waitForRequest(org, created.id, (r) => r.payment_ids.length === 1, 'the first attempt');
+    expect((await notifyManual(webhookUrl, SECRET, { payment_id: attempted.payment_ids[0], status: 'failed' })).status).toBe(200);
+    await waitForRequest(org, created.id, (r) => r.status === 'failed', 'the request to fail');
+    expect(await stack.db.models.InvoiceSettlement.countDocuments({ invoice_id: invoices[0]!.id })).toBe(0);
+    await eventually(
+      async () => ((await eventTypes(org.id, created.id)).includes('payment_request.payment_failed') ? true : undefined),
+      20_000,
+    );
+  });
+
+  it('refuses invoices that are not the customer’s, in another currency or not finalized, and a customer without a provider (422)', async () => {
+    const { org, customer, invoices } = await setup();
+    const other = await setup();
+    expectError(
+      await call(org, 'POST', '/v1/payment_requests', { customer_id: customer.id, invoice_ids: [other.invoices[0]!.id] }),
+      422,
+      'validation_error',
+    );
+    expectError(
+      await call(org, 'POST', '/v1/payment_requests', { customer_id: customer.id, currency: 'EUR', invoice_ids: [invoices[0]!.id] }),
+      422,
+      'validation_error',
+    );
+    expectError(await call(org, 'POST', '/v1/payment_requests', { customer_id: customer.id }), 422, 'validation_error');
+    const bare = ok<CustomerResource>(await call(org, 'POST', '/v1/customers', { external_id: `bare_${randomUUID()}` }), 201);
+    expectError(
+      await call(org, 'POST', '/v1/payment_requests', { customer_id: bare.id, invoice_ids: [invoices[0]!.id] }),
+      422,
+      'validation_error',
+    );
+    expectError(await call(org, 'POST', '/v1/payment_requests', { customer_id: randomUUID() }), 404, 'customer_not_found');
+    expectError(await call(org, 'GET', `/v1/payment_requests/${randomUUID()}`), 404, 'not_found');
+  });
+});
