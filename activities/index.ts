@@ -6,6 +6,7 @@ import { createIdempotencyKeyActivities } from './idempotency-keys';
 import { createInvoiceActivities } from './invoices';
 import { createPaymentActivities } from './payments';
 import { createPaymentRequestActivities } from './payment-requests';
+import { createDunningActivities } from './dunning';
 import { createReconcilerActivities } from './reconciler';
 import { createSubscriptionActivities } from './subscriptions';
 import { createTestClockActivities } from './test-clocks';
@@ -34,6 +35,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createReconcilerActivities({ db: deps.db, temporal: deps.temporal }),
     ...createIdempotencyKeyActivities({ db: deps.db }),
     ...createPaymentRequestActivities({ db: deps.db, models: deps.db.models, temporal: deps.temporal }),
+    ...createDunningActivities({ db: deps.db, models: deps.db.models, temporal: deps.temporal }),
     ...createPaymentActivities({ db: deps.db, models: deps.db.models, temporal: deps.temporal, secrets: createSecretBox(deps.secretsKey) }),
     ...createWebhookActivities({
       models: deps.db.models,

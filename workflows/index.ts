@@ -19,3 +19,5 @@ export { paymentWorkflow } from './payment';
 export type { PaymentWorkflowInput } from './payment.messages';
 export { paymentRequestWorkflow } from './payment-request';
 export type { PaymentRequestWorkflowInput } from './payment-request.messages';
+export { dunningCampaignWorkflow } from './dunning-campaign';
+export type { DunningCampaignWorkflowInput } from './dunning-campaign.messages';

@@ -158,7 +158,13 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<{ st
   );
   setHandler(
     markPaidUpdate,
-    (command) => exclusive(async () => apply(await acts.markPaymentPaidActivity(input.paymentId, command, now()))),
+    (command) =>
+      exclusive(async () => {
+        // Checked again under the lock: an expiry or a notification may have moved it meanwhile.
+        if (!['pending', 'processing', 'failed'].includes(status))
+          refuse(`Only a pending, processing or failed payment can be marked paid (this one is ${status})`);
+        return apply(await acts.markPaymentPaidActivity(input.paymentId, command, now()));
+      }),
     {
       validator: (_command) => {
         if (!['pending', 'processing', 'failed'].includes(status))
@@ -170,6 +176,7 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<{ st
     refundPaymentUpdate,
     (command) =>
       exclusive(async () => {
+        if (status !== 'succeeded') refuse(`Only a succeeded payment can be refunded (this one is ${status})`);
         try {
           return await apply(await providerActs.refundPaymentActivity(input.paymentId, command.amountCents, now()));
         } catch (err) {
@@ -188,6 +195,7 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<{ st
     deletePaymentUpdate,
     () =>
       exclusive(async () => {
+        if (status !== 'pending' || deleted) refuse(`Only a pending payment can be deleted (this one is ${status})`);
         const payment = await apply(await acts.deletePaymentActivity(input.paymentId, now()));
         deleted = true;
         return payment;

@@ -33,6 +33,7 @@ import { webhookRoutes } from './routes/webhooks';
 import { integrationRoutes } from './routes/integrations';
 import { paymentRoutes } from './routes/payments';
 import { paymentRequestRoutes } from './routes/payment-requests';
+import { dunningCampaignRoutes } from './routes/dunning-campaigns';
 import { paymentWebhookRoutes } from './routes/payment-webhooks';
 
 export interface AppDeps {
@@ -135,6 +136,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await scope.register(integrationRoutes);
       await scope.register(paymentRoutes);
       await scope.register(paymentRequestRoutes);
+      await scope.register(dunningCampaignRoutes);
     },
     { prefix: '/v1' },
   );

@@ -17,7 +17,10 @@ import type { TemporalClient } from '../temporal/client';
 import { emitEvent, type EmitDeps } from '../webhooks/emit-event';
 import { applyCreditNotesToInvoice } from './credit-notes';
 import { draftInvoiceNumber, invoiceNumber, takeDocumentNumber } from './document-numbers';
-import { recordSettlement, settledAmount } from './settlements';
+import { amountToSettle, recordSettlement, settledAmount } from './settlements';
+
+export { amountToSettle };
+import { notifyInvoiceLeft, notifyOverdue } from '../payments/dunning';
 import { consumeWalletsForInvoice } from './wallets';
 import { loadTaxSets } from '../usage/tax-sets';
 import { toInvoiceResource } from '../resources/invoice';
@@ -302,13 +305,6 @@ async function emitInvoiceEvent(
   });
 }
 
-/** The gross amount that settlements must cover: the total before credit notes and wallets. */
-export function amountToSettle(invoice: Pick<InvoiceDoc, 'total' | 'credit_notes_amount_cents' | 'prepaid_credit_amount'>): Decimal {
-  return (fromDecimal128(invoice.total) ?? new Dec(0))
-    .plus(fromDecimal128(invoice.credit_notes_amount_cents) ?? 0)
-    .plus(fromDecimal128(invoice.prepaid_credit_amount) ?? 0);
-}
-
 /**
  * Finalizes a draft (billing-rules.md, Invoice life): the next number of the organization's
  * gapless sequence, issuing and due dates, credit notes then wallets against what is due, the
@@ -518,6 +514,7 @@ export async function markPaidIfSettled(db: Db, deps: InvoiceDeps, invoiceId: st
       { $set: { payment_status: 'succeeded' } },
     );
     await emitInvoiceEvent(db, deps, current, 'invoice.paid', current.paid_at ?? at);
+    await notifyInvoiceLeft(db, deps.temporal, current);
   }
   return current;
 }
@@ -529,7 +526,10 @@ export async function voidInvoice(db: Db, deps: InvoiceDeps, invoiceId: string, 
     { returnDocument: 'after' },
   ).lean();
   const current = voided ?? (await db.models.Invoice.findById(invoiceId).lean())!;
-  if (current.status === 'voided') await emitInvoiceEvent(db, deps, current, 'invoice.voided', current.voided_at ?? at);
+  if (current.status === 'voided') {
+    await emitInvoiceEvent(db, deps, current, 'invoice.voided', current.voided_at ?? at);
+    await notifyInvoiceLeft(db, deps.temporal, current);
+  }
   return current;
 }
 
@@ -551,6 +551,10 @@ export async function markInvoiceOverdue(db: Db, deps: InvoiceDeps, invoiceId: s
     { returnDocument: 'after' },
   ).lean();
   const current = overdue ?? (await db.models.Invoice.findById(invoiceId).lean())!;
-  if (current.status === 'finalized' && current.payment_overdue) await emitInvoiceEvent(db, deps, current, 'invoice.payment_overdue', at);
+  if (current.status === 'finalized' && current.payment_overdue) {
+    await emitInvoiceEvent(db, deps, current, 'invoice.payment_overdue', at);
+    // The customer's dunning campaign, if one governs it, looks at its overdue invoices.
+    await notifyOverdue(db, deps.temporal, current);
+  }
   return current;
 }

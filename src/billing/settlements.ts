@@ -1,6 +1,7 @@
 import type Decimal from 'decimal.js';
 import type { Db } from '../db';
 import { isDuplicateKeyError } from '../db';
+import type { InvoiceDoc } from '../db/models/invoice';
 import type { SettlementType } from '../db/models/invoice-settlement';
 import { fromDecimal128, toDecimal128 } from '../db/decimal';
 import { Dec } from '../domain/money';
@@ -33,4 +34,11 @@ export async function recordSettlement(
 export async function settledAmount(db: Db, invoiceId: string): Promise<Decimal> {
   const rows = await db.models.InvoiceSettlement.find({ invoice_id: invoiceId }, { amount_cents: 1 }).lean();
   return rows.reduce((acc, r) => acc.plus(fromDecimal128(r.amount_cents) ?? 0), new Dec(0));
+}
+
+/** The gross amount that settlements must cover: the total before credit notes and wallets. */
+export function amountToSettle(invoice: Pick<InvoiceDoc, 'total' | 'credit_notes_amount_cents' | 'prepaid_credit_amount'>): Decimal {
+  return (fromDecimal128(invoice.total) ?? new Dec(0))
+    .plus(fromDecimal128(invoice.credit_notes_amount_cents) ?? 0)
+    .plus(fromDecimal128(invoice.prepaid_credit_amount) ?? 0);
 }

@@ -32,6 +32,7 @@ import { integrationSchema, type IntegrationDoc } from './models/integration';
 import { paymentSchema, type PaymentDoc } from './models/payment';
 import { providerEventSchema, type ProviderEventDoc } from './models/provider-event';
 import { paymentRequestSchema, type PaymentRequestDoc } from './models/payment-request';
+import { dunningCampaignSchema, type DunningCampaignDoc } from './models/dunning-campaign';
 
 export interface Models {
   Organization: Model<OrganizationDoc>;
@@ -67,6 +68,7 @@ export interface Models {
   Payment: Model<PaymentDoc>;
   ProviderEvent: Model<ProviderEventDoc>;
   PaymentRequest: Model<PaymentRequestDoc>;
+  DunningCampaign: Model<DunningCampaignDoc>;
 }
 
 /**
@@ -127,6 +129,7 @@ function bindModels(connection: Connection): Models {
     Payment: connection.model<PaymentDoc>('Payment', paymentSchema),
     ProviderEvent: connection.model<ProviderEventDoc>('ProviderEvent', providerEventSchema),
     PaymentRequest: connection.model<PaymentRequestDoc>('PaymentRequest', paymentRequestSchema),
+    DunningCampaign: connection.model<DunningCampaignDoc>('DunningCampaign', dunningCampaignSchema),
   };
 }
 

@@ -1,9 +1,8 @@
 // POST /v1/payments/checkout and the commands on a payment, as the API runs them: the checks that
 // need the database (the invoice, the integration, what is left to pay), then the payment's
 // workflow through update-with-start, whose answer is the API's.
-import { WorkflowUpdateFailedError } from '@temporalio/client';
-import { amountToSettle } from '../billing/invoices';
-import { settledAmount } from '../billing/settlements';
+import { ActivityFailure, WorkflowUpdateFailedError } from '@temporalio/client';
+import { amountToSettle, settledAmount } from '../billing/settlements';
 import { isDuplicateKeyError, type Db } from '../db';
 import { newId } from '../db/base';
 import { toDecimal128 } from '../db/decimal';
@@ -15,6 +14,7 @@ import type { TemporalClient } from '../temporal/client';
 import { clockOfCustomerId } from '../test-clocks/time';
 import { checkoutPaymentUpdate, PAYMENT_INVALID_TRANSITION, PAYMENT_PROVIDER_ERROR } from '../../workflows/payment.messages';
 import { activeProviderIntegration } from './integrations';
+import { PROVIDER_REFUSED } from './payments';
 import { executePaymentUpdate, paymentWorkflowInput } from './payment-workflow';
 import type { ProviderCode } from './providers/types';
 
@@ -43,7 +43,10 @@ export class ProviderError extends ApiError {
 /** A workflow's refusal, as the API answers it (null: not a refusal, a bug). */
 export function paymentRefusal(err: unknown): ApiError | null {
   if (!(err instanceof WorkflowUpdateFailedError)) return null;
-  const cause = err.cause as { type?: string; message?: string } | undefined;
+  let cause = err.cause as { type?: string; message?: string; cause?: unknown } | undefined;
+  // An activity's failure inside the update: the provider's refusal is its cause.
+  if (cause instanceof ActivityFailure) cause = cause.cause as typeof cause;
+  if (cause?.type === PROVIDER_REFUSED) return new ProviderError(cause.message ?? 'The provider refused the call');
   const message = cause?.message ?? 'Invalid state transition';
   if (cause?.type === PAYMENT_INVALID_TRANSITION) return new InvalidTransition(message);
   if (cause?.type === PAYMENT_PROVIDER_ERROR) return new ProviderError(message);

@@ -12,6 +12,20 @@ interface SettingRule {
   /** Allowed values. */
   values?: readonly string[];
   check?: (value: string) => string | null;
+  /** The setting is where the service sends requests: outside overrides it must be a public https address. */
+  addressOverride?: boolean;
+}
+
+/** A public https address (no loopback, private or link-local host): what a tenant may point the service at. */
+function publicHttps(value: string): string | null {
+  const url = new URL(value);
+  if (url.protocol !== 'https:') return 'must be an https URL';
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const privateHost =
+    /^(localhost|.*\.local|.*\.internal)$/i.test(host) ||
+    /^(127\.|10\.|0\.|169\.254\.|192\.168\.|172\.(1[6-9]|2\d|3[01])\.)/.test(host) ||
+    /^(::1?|f[cd][0-9a-f]{2}:.*|fe80:.*)$/i.test(host);
+  return privateHost ? 'must be a public address' : null;
 }
 
 const hex = (value: string) => (/^(?:[0-9a-fA-F]{2})+$/.test(value) ? null : 'must be a hex string');
@@ -40,7 +54,7 @@ export const providerSettings: Record<ProviderCode, Record<string, SettingRule>>
     environment: { values: ['sandbox', 'live'] },
   },
   provider_d: {
-    base_url: { required: true, check: httpUrl },
+    base_url: { required: true, check: httpUrl, addressOverride: true },
     api_key: { required: true, secret: true },
     webhook_secret: { required: true, secret: true },
     merchant_id: {},
@@ -95,7 +109,7 @@ export function normaliseSettings(
           continue;
         }
         if (rule.values && !rule.values.includes(value)) errors.push({ path, message: `must be one of ${rule.values.join(', ')}` });
-        const bad = rule.check?.(value);
+        const bad = rule.check?.(value) ?? (rule.addressOverride && !policy.allowBaseUrlOverride ? publicHttps(value) : null);
         if (bad) errors.push({ path, message: bad });
       }
     }
@@ -135,7 +149,8 @@ export function sealSettings(
   for (const [name, value] of Object.entries(settings)) {
     if (isSecret(doc.integration_type, doc.provider_type, name)) {
       secrets[name] = box.seal(value, owner(doc.organization_id, doc.provider_type, name));
-      hints[name] = value.slice(-4);
+      // The last 4 characters identify a secret without revealing it; a short one shows nothing.
+      hints[name] = value.length >= 12 ? value.slice(-4) : '';
     } else {
       plain[name] = value;
     }

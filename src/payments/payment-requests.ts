@@ -4,8 +4,7 @@
 // activities of the request's workflow, each idempotent: an attempt's payment id is derived from
 // the request and the attempt number, events are keyed by request and type.
 import type Decimal from 'decimal.js';
-import { amountToSettle } from '../billing/invoices';
-import { settledAmount } from '../billing/settlements';
+import { amountToSettle, settledAmount } from '../billing/settlements';
 import type { Db } from '../db';
 import { isDuplicateKeyError } from '../db';
 import { toDecimal128 } from '../db/decimal';
@@ -16,7 +15,8 @@ import { deterministicId } from '../ids';
 import { toPaymentRequestResource } from '../resources/payment-request';
 import type { TemporalClient } from '../temporal/client';
 import { emitEvent, type EmitDeps } from '../webhooks/emit-event';
-import { checkoutPaymentUpdate } from '../../workflows/payment.messages';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { checkoutPaymentUpdate, PAYMENT_PROVIDER_ERROR } from '../../workflows/payment.messages';
 import { startPaymentRequestWorkflow } from '../../workflows/payment-request.messages';
 import { clockOfCustomerId } from '../test-clocks/time';
 import { activeProviderIntegration } from './integrations';
@@ -175,8 +175,12 @@ export async function startAttempt(deps: PaymentRequestDeps, requestId: string, 
     const resource = await executePaymentUpdate(deps.temporal, paymentWorkflowInput(payment, clock), checkoutPaymentUpdate);
     checkoutUrl = resource.checkout_url;
     paymentStatus = resource.status;
-  } catch {
-    // The provider refused: the payment is failed, which the attempt's wait will hear.
+  } catch (err) {
+    // Only the provider's refusal is a failed attempt (the payment is failed); anything else (the
+    // server unreachable, a timeout) is retried: the payment and its checkout are keyed, so a
+    // retry finds them instead of charging twice.
+    const cause = err instanceof WorkflowUpdateFailedError ? (err.cause as { type?: string } | undefined) : undefined;
+    if (cause?.type !== PAYMENT_PROVIDER_ERROR) throw err;
     paymentStatus = 'failed';
   }
   const updated = await PaymentRequest.findOneAndUpdate(

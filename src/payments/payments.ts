@@ -7,7 +7,7 @@ import type { Db } from '../db';
 import { fromDecimal128, toDecimal128 } from '../db/decimal';
 import type { PaymentDoc, PaymentStatus } from '../db/models/payment';
 import { recordSettlement } from '../billing/settlements';
-import { dec, roundCents } from '../domain/money';
+import { Dec, dec, roundCents, sum } from '../domain/money';
 import { toPaymentResource } from '../resources/payment';
 import { emitEvent, type EmitDeps } from '../webhooks/emit-event';
 import { activeProviderIntegration, providerContext } from './integrations';
@@ -178,9 +178,11 @@ async function moveTo(
   to: PaymentStatus,
   at: Date,
   also: Record<string, unknown> = {},
+  /** The statuses this move is allowed from (a command's own rule); default: every status that may move to `to`. */
+  allowedFrom?: readonly PaymentStatus[],
 ): Promise<MoveResult> {
   const { Payment } = deps.db.models;
-  const from = (Object.keys(NEXT) as PaymentStatus[]).filter((s) => canMove(s, to));
+  const from = (allowedFrom ?? (Object.keys(NEXT) as PaymentStatus[])).filter((s) => canMove(s, to));
   const stamps: Record<string, unknown> = {};
   if (to === 'succeeded') stamps.paid_at = at;
   if (to === 'refunded') stamps.refunded_at = at;
@@ -203,15 +205,23 @@ async function afterStatus(deps: PaymentDeps, payment: PaymentDoc, at: Date): Pr
       if (payment.payment_request_id) {
         // A payment request's payment pays each of its invoices still open what it leaves to pay
         // (a retry finds the ones settled already closed).
+        // What was collected is divided over the request's open invoices in order, never more than
+        // each leaves to pay; what this payment settled already (a retry) counts first.
         const request = await deps.db.models.PaymentRequest.findById(payment.payment_request_id, { invoice_ids: 1 }).lean();
+        const already = await deps.db.models.InvoiceSettlement.find({ source_id: payment._id, settlement_type: 'payment' }).lean();
+        let remaining = (fromDecimal128(payment.amount) ?? dec(0)).minus(sum(already.map((a) => fromDecimal128(a.amount_cents) ?? dec(0))));
+        const done = new Set(already.map((a) => a.invoice_id));
         for (const { invoice, left } of await openInvoices(deps.db, request?.invoice_ids ?? [payment.invoice_id])) {
+          if (remaining.lessThanOrEqualTo(0) || done.has(invoice._id)) continue;
+          const part = Dec.min(left, remaining);
           await recordSettlement(deps.db, {
             organizationId: payment.organization_id,
             invoiceId: invoice._id,
             type: 'payment',
             sourceId: payment._id,
-            amountCents: left,
+            amountCents: part,
           });
+          remaining = remaining.minus(part);
         }
       } else {
         await recordSettlement(deps.db, {
@@ -266,7 +276,10 @@ export async function applyProviderNotification(
   at: Date,
 ): Promise<MoveResult> {
   const payment = await load(deps.db, paymentId);
-  if (notification.paymentMethodId || notification.providerCustomerId) {
+  // A method is saved from a success or a report of its own (an active mandate), never from a
+  // failure: dunning would charge a card that was just declined.
+  const savesMethod = notification.outcome === 'succeeded' || notification.outcome === null;
+  if (savesMethod && (notification.paymentMethodId || notification.providerCustomerId)) {
     await deps.db.models.Customer.updateOne(
       { _id: payment.customer_id },
       {
@@ -295,7 +308,12 @@ export async function markPaymentPaid(
   const payment = await load(deps.db, paymentId);
   if (payment.status === 'pending') await expireAtProvider(deps, payment);
   const paidAt = command.paidAt ? new Date(command.paidAt) : at;
-  return moveTo(deps, paymentId, 'succeeded', paidAt, command.reference ? { reference: command.reference } : {});
+  // The command's rule, checked again here: the state may have moved since the update was accepted.
+  return moveTo(deps, paymentId, 'succeeded', paidAt, command.reference ? { reference: command.reference } : {}, [
+    'pending',
+    'processing',
+    'failed',
+  ]);
 }
 
 /** POST /v1/payments/{id}/refund: requested from the provider (keyed by the payment), then refunded. */
@@ -316,6 +334,9 @@ export async function refundPayment(deps: PaymentDeps, paymentId: string, amount
       idempotencyKey: `payment/${paymentId}/refund`,
     }),
   );
+  if (refund.status === 'failed' || refund.status === 'canceled') {
+    throw ApplicationFailure.nonRetryable(`the provider answered the refund ${refund.status}`, PROVIDER_REFUSED);
+  }
   return moveTo(deps, paymentId, 'refunded', at, {
     refund_amount_cents: toDecimal128(amount),
     provider_refund_id: refund.providerRefundId,
@@ -334,7 +355,7 @@ export async function expirePayment(deps: PaymentDeps, paymentId: string, at: Da
 export async function deletePayment(deps: PaymentDeps, paymentId: string, at: Date): Promise<PaymentDoc> {
   const payment = await load(deps.db, paymentId);
   if (payment.status === 'pending') await expireAtProvider(deps, payment);
-  const { payment: after } = await moveTo(deps, paymentId, 'canceled', at, { deleted_at: at });
+  const { payment: after } = await moveTo(deps, paymentId, 'canceled', at, { deleted_at: at }, ['pending']);
   return after;
 }
 
@@ -343,13 +364,21 @@ async function expireAtProvider(deps: PaymentDeps, payment: PaymentDoc): Promise
   const ctx = await contextFor(deps, payment).catch(() => null);
   // Without an integration (deleted since) there is nothing to close at the provider.
   if (!ctx) return;
-  await callProvider(() => adapterFor(payment.provider).expireCheckout(ctx, payment.provider_checkout_id!));
+  // Best effort: a provider that refuses (a revoked key, a session it no longer knows) must not
+  // keep the payment open; the checkout then simply expires at the provider by itself.
+  try {
+    await adapterFor(payment.provider).expireCheckout(ctx, payment.provider_checkout_id);
+  } catch (err) {
+    if (!(err instanceof ProviderRefused)) throw err;
+  }
 }
 
 /** The redirect flow came back (provider_c): the flow is completed, the payment created on the mandate, the mandate saved on the customer. */
 export async function completeRedirectFlow(deps: PaymentDeps, paymentId: string, flowId: string, at: Date): Promise<PaymentDoc> {
   const payment = await load(deps.db, paymentId);
-  if (payment.provider_payment_id || !OPEN.includes(payment.status)) return payment;
+  if (!OPEN.includes(payment.status)) return payment;
+  // A retry after the provider's payment was recorded: the status move may be what is missing.
+  if (payment.provider_payment_id) return (await moveTo(deps, paymentId, 'processing', at, {}, ['pending'])).payment;
   const adapter = adapterFor(payment.provider);
   if (!adapter.completeRedirect) throw ApplicationFailure.nonRetryable(`${payment.provider} has no redirect flow`, PROVIDER_REFUSED);
   const ctx = await contextFor(deps, payment);

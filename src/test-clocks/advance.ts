@@ -58,7 +58,7 @@ export async function startClockAdvance(deps: TestClockDeps, clock: TestClockDoc
 export async function clockWorkflowIds(db: Db, clockId: string): Promise<string[]> {
   const customers = (await db.models.Customer.find({ test_clock_id: clockId }, { _id: 1 }).lean()).map((c) => c._id);
   if (customers.length === 0) return [];
-  const [subscriptions, invoices, wallets, payments] = await Promise.all([
+  const [subscriptions, invoices, wallets, payments, requests] = await Promise.all([
     db.models.Subscription.find({ customer_id: { $in: customers }, status: { $in: ['pending', 'active'] } }, { _id: 1 }).lean(),
     db.models.Invoice.find(
       { customer_id: { $in: customers }, status: { $in: ['draft', 'finalized'] }, deleted_at: null },
@@ -67,12 +67,15 @@ export async function clockWorkflowIds(db: Db, clockId: string): Promise<string[
     db.models.Wallet.find({ customer_id: { $in: customers }, status: 'active' }, { _id: 1 }).lean(),
     // Pending payments wait for their checkout's expiry on the clock.
     db.models.Payment.find({ customer_id: { $in: customers }, status: 'pending', deleted_at: null }, { _id: 1 }).lean(),
+    // Pending payment requests wait days between their attempts on the clock.
+    db.models.PaymentRequest.find({ customer_id: { $in: customers }, status: 'pending' }, { _id: 1 }).lean(),
   ]);
   return [
     ...subscriptions.map((s) => workflowIds.subscription(s._id)),
     ...invoices.map((i) => workflowIds.invoice(i._id)),
     ...wallets.map((w) => workflowIds.wallet(w._id)),
     ...payments.map((p) => workflowIds.payment(p._id)),
+    ...requests.map((r) => workflowIds.paymentRequest(r._id)),
   ];
 }
 

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { isDuplicateKeyError } from '../../db';
 import type { CustomerDoc } from '../../db/models/customer';
-import { BadRequest, Conflict, Validation } from '../../errors';
+import { BadRequest, Conflict, NotFound, Validation } from '../../errors';
 import { customerNow } from '../../test-clocks/time';
 import { emitEvent } from '../../webhooks/emit-event';
 import { findLive, listPage, live, notFound, softDelete, updateLive } from '../catalog';
@@ -31,6 +31,14 @@ const customerFields = {
     .max(255)
     .nullable()
     .describe('the saved method at the provider: a Stripe pm_..., a GoCardless mandate MD..., an Adyen storedPaymentMethodId'),
+  applied_dunning_campaign_id: z
+    .string()
+    .trim()
+    .min(1)
+    .max(255)
+    .nullable()
+    .describe("a dunning campaign of the organization (its id); null, or a campaign deleted since: the organization's default"),
+  exclude_from_dunning_campaign: z.boolean().describe('true: no campaign chases this customer'),
 };
 
 const testClockId = z.string().trim().min(1).max(255).nullable();
@@ -57,7 +65,7 @@ const customerName = { name: 'Customer', code: 'customer_not_found' };
 const testClockName = { name: 'Test clock', code: 'test_clock_not_found' };
 
 export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
-  const { Customer, Organization, TestClock } = app.deps.db.models;
+  const { Customer, DunningCampaign, Organization, TestClock } = app.deps.db.models;
   const tags = ['customers'];
 
   /** A live customer of the organization, by id or external_id (api-contract.md). */
@@ -65,11 +73,19 @@ export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
     return findLive(Customer, organizationId, id, customerName, ['external_id']);
   }
 
+  /** A dunning campaign given for a customer must be a live one of the organization. */
+  async function checkCampaign(organizationId: string, campaignId: string | null | undefined): Promise<void> {
+    if (!campaignId) return;
+    const campaign = await DunningCampaign.exists({ _id: campaignId, organization_id: organizationId, deleted_at: null });
+    if (!campaign) throw new NotFound('Dunning campaign not found', 'dunning_campaign_not_found');
+  }
+
   app.post(
     '/customers',
     { schema: { tags, summary: 'Create a customer', body: createCustomerBody, response: responses({ 201: customerResource }) } },
     async (request, reply) => {
       const body = request.body;
+      await checkCampaign(request.organizationId, body.applied_dunning_campaign_id);
       if (body.test_clock_id) {
         const clock = await TestClock.exists({ _id: body.test_clock_id, organization_id: request.organizationId, deleted_at: null });
         if (!clock) throw notFound(testClockName);
@@ -157,6 +173,7 @@ export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
       if (test_clock_id !== undefined && test_clock_id !== (current.test_clock_id ?? null)) {
         throw Validation.field('test_clock_id', 'is immutable');
       }
+      await checkCampaign(request.organizationId, changes.applied_dunning_campaign_id);
       return toCustomerResource(await updateLive(Customer, request.organizationId, current._id, changes, customerName));
     },
   );

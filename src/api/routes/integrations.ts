@@ -11,7 +11,9 @@ import { findLive, listPage, live, softDelete, updateLive } from '../catalog';
 import { errorBody, idParams, listQuery, responses } from '../http';
 
 const integrationTypes = ['payment_provider', 'accounting', 'crm', 'tax'] as const;
-const settings = z.record(z.string().min(1).max(100), z.unknown()).refine((s) => Object.keys(s).length <= 50, 'at most 50 settings');
+const settings = z
+  .record(z.string().regex(/^[A-Za-z0-9_]{1,100}$/, 'letters, digits and _ only'), z.unknown())
+  .refine((s) => Object.keys(s).length <= 50, 'at most 50 settings');
 
 const createBody = z.strictObject({
   integration_type: z.enum(integrationTypes),

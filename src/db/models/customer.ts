@@ -19,6 +19,14 @@ export interface CustomerDoc extends BaseDoc {
   payment_provider: string | null;
   provider_customer_id: string | null;
   payment_method_id: string | null;
+  /**
+   * The campaign that chases this customer's overdue invoices; null: the organization's default.
+   * Deleting a campaign leaves its id here (no sweep over the customers, nothing to race with a
+   * PUT): a deleted campaign governs no one, so such a customer follows the default as null does
+   * (campaignOf, src/payments/dunning.ts).
+   */
+  applied_dunning_campaign_id: string | null;
+  exclude_from_dunning_campaign: boolean;
   /** Soft delete: set once, never cleared. */
   deleted_at: Date | null;
 }
@@ -39,6 +47,8 @@ export const customerSchema = new Schema<CustomerDoc>(
     payment_provider: { type: String, default: null },
     provider_customer_id: { type: String, default: null },
     payment_method_id: { type: String, default: null },
+    applied_dunning_campaign_id: { type: String, default: null },
+    exclude_from_dunning_campaign: { type: Boolean, default: false },
     deleted_at: { type: Date, default: null },
   },
   { ...collectionOptions<CustomerDoc>('customers'), minimize: false },

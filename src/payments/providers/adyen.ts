@@ -1,7 +1,8 @@
 /**
- * provider_b: Adyen (payment-providers.md §3). Checkout is a hosted Checkout Session, refunds go
- * through the Modifications API, and standard notifications are verified item by item with the
- * library's HMAC validator (or, bxb's variant, over the raw body from a header).
+ * provider_b: Adyen (payment-providers.md §3). Checkout is a hosted Checkout Session, a saved card
+ * is charged through /payments with its stored method, refunds go through the Modifications API,
+ * and standard notifications are verified item by item with the library's HMAC validator (or,
+ * bxb's variant, over the raw body from a header).
  *
  * Settings: `api_key`, `merchant_account`, `hmac_key` (hex), `environment` (`test` default,
  * `live`), `live_url_prefix` (required for live: Adyen's live checkout host is per merchant).
@@ -24,9 +25,12 @@ import {
   type RawHeaders,
   type RefundRequest,
   type RefundResult,
+  type SavedMethodCharge,
+  type SavedMethodChargeResult,
 } from './types';
 
 type NotificationRequestItem = Types.notification.NotificationRequestItem;
+type PaymentResponse = Types.checkout.PaymentResponse;
 type AdyenHttpClient = NonNullable<ConstructorParameters<typeof Client>[1]>;
 type AdyenApiError = ConstructorParameters<typeof HttpClientException>[0]['apiError'];
 
@@ -74,6 +78,33 @@ export const adyenAdapter: PaymentProviderAdapter = {
 
   // Sessions cannot be ended through the API: the payment's timer cancels it at expiresAt.
   async expireCheckout(): Promise<void> {},
+
+  async chargeSavedMethod(ctx: ProviderContext, charge: SavedMethodCharge): Promise<SavedMethodChargeResult> {
+    const merchantAccount = requiredSetting(ctx, 'merchant_account');
+    const shopperReference = charge.providerCustomerId;
+    // Adyen keeps stored methods per shopper: without the shopper it cannot find this one.
+    if (!shopperReference) {
+      throw new ProviderRefused(`payment ${charge.paymentId} has no Adyen shopperReference for its stored method`);
+    }
+    // The library types returnUrl as required; a ContAuth payment never redirects, and Adyen's own
+    // token-payment examples send none, so there is no address to invent.
+    const payment: Omit<Types.checkout.PaymentRequest, 'returnUrl'> = {
+      merchantAccount,
+      amount: { value: charge.amountMinor, currency: charge.currency.toUpperCase() },
+      reference: charge.paymentId,
+      paymentMethod: { type: Types.checkout.CardDetails.TypeEnum.Scheme, storedPaymentMethodId: charge.paymentMethodId },
+      shopperReference,
+      // Merchant-initiated on a card on file, at no fixed interval: the shopper is not there to authenticate.
+      shopperInteraction: Types.checkout.PaymentRequest.ShopperInteractionEnum.ContAuth,
+      recurringProcessingModel: Types.checkout.PaymentRequest.RecurringProcessingModelEnum.UnscheduledCardOnFile,
+      metadata: { payment_id: charge.paymentId },
+    };
+    const answer = await refusalsMapped('payment', () =>
+      checkoutApi(ctx).PaymentsApi.payments(payment as Types.checkout.PaymentRequest, { idempotencyKey: charge.idempotencyKey }),
+    );
+    if (!answer.pspReference) throw new ProviderRefused(`Adyen answered the payment of ${charge.paymentId} without pspReference`);
+    return { providerPaymentId: answer.pspReference, ...chargeOutcome(answer) };
+  },
 
   async refund(ctx: ProviderContext, request: RefundRequest): Promise<RefundResult> {
     const merchantAccount = requiredSetting(ctx, 'merchant_account');
@@ -245,6 +276,22 @@ function toNotification(item: NotificationRequestItem): ProviderNotification {
     providerCustomerId: nonEmpty(additional['recurring.shopperReference']) ?? nonEmpty(recurring?.shopperReference) ?? null,
     paymentMethodId: nonEmpty(additional['recurring.recurringDetailReference']) ?? nonEmpty(recurring?.recurringDetailReference) ?? null,
   };
+}
+
+/** A refusal is Adyen's answer about the card, given as a 200: a failed attempt, not an error. */
+function chargeOutcome(answer: PaymentResponse): Pick<SavedMethodChargeResult, 'outcome' | 'failureReason'> {
+  const resultCode = answer.resultCode;
+  switch (resultCode) {
+    case Types.checkout.PaymentResponse.ResultCodeEnum.Authorised:
+      return { outcome: 'succeeded', failureReason: null };
+    // Asynchronous methods; the AUTHORISATION notification tells the outcome.
+    case Types.checkout.PaymentResponse.ResultCodeEnum.Received:
+    case Types.checkout.PaymentResponse.ResultCodeEnum.Pending:
+      return { outcome: 'processing', failureReason: null };
+    default:
+      // Refused, Error, Cancelled; and any answer asking for the shopper, who is not there.
+      return { outcome: 'failed', failureReason: nonEmpty(answer.refusalReason) ?? `Adyen answered ${resultCode ?? 'no resultCode'}` };
+  }
 }
 
 function outcomeOf(eventCode: string, success: boolean): NotificationOutcome | null {

@@ -37,6 +37,8 @@ import {
   type RedirectCompletionResult,
   type RefundRequest,
   type RefundResult,
+  type SavedMethodCharge,
+  type SavedMethodChargeResult,
 } from './types';
 
 /** GoCardless gives redirect flows no expiry in its answer; the contract's default for provider_c. */
@@ -112,6 +114,36 @@ export const gocardlessAdapter: PaymentProviderAdapter = {
     );
     if (!payment.id) throw new ProviderRefused('GoCardless answered a payment without id');
     return { mandateId, providerCustomerId: flow.links?.customer ?? null, providerPaymentId: payment.id };
+  },
+
+  async chargeSavedMethod(ctx: ProviderContext, charge: SavedMethodCharge): Promise<SavedMethodChargeResult> {
+    const currency = supportedCurrency(charge.currency);
+    const client = clientFor(ctx);
+    let paymentId: string | undefined;
+    try {
+      // A retry reaches GoCardless with the same idempotency key, which answers the payment created the first time.
+      const payment = await client.payments.create(
+        {
+          amount: charge.amountMinor,
+          currency,
+          links: { mandate: charge.paymentMethodId },
+          description: charge.description,
+          metadata: { payment_id: charge.paymentId },
+        },
+        charge.idempotencyKey,
+      );
+      paymentId = payment.id;
+    } catch (error) {
+      // A mandate cancelled, failed or expired is the customer's answer, as a card decline is: a
+      // failed attempt for the dunning policy to count, not a broken call. GoCardless creates no
+      // payment then, so there is no id to give (the interface asks for a string: empty).
+      const inactive = inactiveMandate(error);
+      if (inactive) return { providerPaymentId: '', outcome: 'failed', failureReason: inactive };
+      throw refusalOf(error, 'payment creation');
+    }
+    if (!paymentId) throw new ProviderRefused('GoCardless answered a payment without id');
+    // Direct Debit is collected days later; payments.confirmed or payments.failed tells the outcome.
+    return { providerPaymentId: paymentId, outcome: 'processing', failureReason: null };
   },
 
   async refund(ctx: ProviderContext, request: RefundRequest): Promise<RefundResult> {
@@ -211,6 +243,13 @@ async function completeFlow(client: GoCardlessClient, completion: RedirectComple
 
 function isAlreadyCompleted(error: unknown): boolean {
   return error instanceof InvalidStateError && (error.errors ?? []).some((detail) => detail.reason === 'redirect_flow_already_completed');
+}
+
+/** GoCardless's message when it refuses a payment because the mandate can no longer be collected on. */
+function inactiveMandate(error: unknown): string | null {
+  if (!(error instanceof ApiError) || Number(error.code) !== 422) return null;
+  const detail = (error.errors ?? []).find((d) => d.reason === 'mandate_is_inactive');
+  return detail ? (detail.message ?? error.message) : null;
 }
 
 async function refusedWhenPermanent<T>(what: string, call: () => Promise<T>): Promise<T> {

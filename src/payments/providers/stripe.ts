@@ -22,6 +22,8 @@ import {
   type ProviderNotification,
   type RefundRequest,
   type RefundResult,
+  type SavedMethodCharge,
+  type SavedMethodChargeResult,
 } from './types';
 
 const REQUEST_TIMEOUT_MS = 20_000;
@@ -100,6 +102,34 @@ export const stripeAdapter: PaymentProviderAdapter = {
     return { providerRefundId: refund.id, status: refund.status ?? 'pending' };
   },
 
+  async chargeSavedMethod(ctx: ProviderContext, charge: SavedMethodCharge): Promise<SavedMethodChargeResult> {
+    let intent: Stripe.PaymentIntent;
+    try {
+      intent = await createClient(ctx).paymentIntents.create(
+        {
+          amount: charge.amountMinor,
+          currency: charge.currency.toLowerCase(),
+          ...(charge.providerCustomerId ? { customer: charge.providerCustomerId } : {}),
+          payment_method: charge.paymentMethodId,
+          // The customer is not there: Stripe declines what would need them (3-D Secure) instead of waiting.
+          off_session: true,
+          confirm: true,
+          description: charge.description,
+          metadata: { payment_id: charge.paymentId },
+        },
+        { idempotencyKey: charge.idempotencyKey },
+      );
+    } catch (error) {
+      // A decline (authentication_required included) is the card's answer, which a retry would not
+      // change: the attempt failed, and Stripe's 402 carries the failed PaymentIntent.
+      if (error instanceof Stripe.errors.StripeCardError && error.payment_intent) {
+        return chargeResult(error.payment_intent, error.message);
+      }
+      throw refusal(error);
+    }
+    return chargeResult(intent, null);
+  },
+
   verifyNotification(ctx: ProviderContext, input: NotificationInput): ProviderNotification[] {
     // Stripe's header first; the shared chain after it because the original service accepts any of them (§1.2).
     const header = signatureHeader(input.headers, 'stripe-signature');
@@ -166,6 +196,23 @@ function refusal(error: unknown): unknown {
   const status = error.statusCode;
   if (status === undefined || status < 400 || status >= 500 || status === 409 || status === 429) return error;
   return new ProviderRefused(`Stripe refused the request: ${error.message}`, status);
+}
+
+function chargeResult(intent: Stripe.PaymentIntent, declineMessage: string | null): SavedMethodChargeResult {
+  switch (intent.status) {
+    case 'succeeded':
+      return { providerPaymentId: intent.id, outcome: 'succeeded', failureReason: null };
+    case 'processing':
+      // Bank debits settle days later; payment_intent.succeeded or payment_failed follows.
+      return { providerPaymentId: intent.id, outcome: 'processing', failureReason: null };
+    default:
+      // requires_payment_method or canceled; requires_action too, which nobody is there to complete.
+      return {
+        providerPaymentId: intent.id,
+        outcome: 'failed',
+        failureReason: intent.last_payment_error?.message ?? declineMessage ?? `Stripe left the PaymentIntent ${intent.status}`,
+      };
+  }
 }
 
 function toNotification(event: unknown): ProviderNotification {

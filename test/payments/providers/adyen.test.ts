@@ -13,6 +13,7 @@ import {
   type ProviderContext,
   type ProviderNotification,
   type RawHeaders,
+  type SavedMethodCharge,
 } from '../../../src/payments/providers/types';
 import { startFakeAdyen, type FakeAdyen, type NotificationRequestItem } from '../../support/providers/fake-adyen';
 
@@ -183,6 +184,111 @@ describe('refund', () => {
     expect(error).toBeInstanceOf(ProviderRefused);
     expect((error as ProviderRefused).status).toBe(422);
     expect(fake.refunds.some((r) => r.paymentPspReference === '8815000000000000')).toBe(false);
+  });
+});
+
+describe('chargeSavedMethod', () => {
+  const chargeSavedMethod = adyenAdapter.chargeSavedMethod!.bind(adyenAdapter);
+
+  function storedMethodCharge(overrides: Partial<SavedMethodCharge> = {}): SavedMethodCharge {
+    return {
+      paymentId: randomUUID(),
+      amountMinor: 4250,
+      currency: 'eur',
+      providerCustomerId: 'shopper-42',
+      paymentMethodId: `M5N7TQ4TG5PF${randomUUID().slice(0, 4).toUpperCase()}`,
+      description: 'Invoice INV-0042',
+      idempotencyKey: randomUUID(),
+      ...overrides,
+    };
+  }
+
+  it('pays with the stored method, without the shopper, and reports Authorised as succeeded', async () => {
+    const charge = storedMethodCharge();
+    const result = await chargeSavedMethod(ctx, charge);
+
+    const sent = lastRequest();
+    expect(sent.method).toBe('POST');
+    expect(sent.path).toBe('/v72/payments');
+    expect(sent.headers['x-api-key']).toBe('AQE_test_key');
+    expect(sent.headers['idempotency-key']).toBe(charge.idempotencyKey);
+    expect(sent.body).toEqual({
+      merchantAccount: 'AcmeBillingECOM',
+      amount: { value: 4250, currency: 'EUR' },
+      reference: charge.paymentId,
+      paymentMethod: { type: 'scheme', storedPaymentMethodId: charge.paymentMethodId },
+      shopperReference: 'shopper-42',
+      shopperInteraction: 'ContAuth',
+      recurringProcessingModel: 'UnscheduledCardOnFile',
+      metadata: { payment_id: charge.paymentId },
+    });
+    expect(result).toEqual({ providerPaymentId: expect.stringMatching(/^\d{16}$/), outcome: 'succeeded', failureReason: null });
+    expect(fake.payments.get(result.providerPaymentId)).toMatchObject({
+      resultCode: 'Authorised',
+      sessionId: null,
+      amount: { value: 4250, currency: 'EUR' },
+      storedPaymentMethodId: charge.paymentMethodId,
+    });
+  });
+
+  it('creates one payment when a retried activity sends the same idempotency key', async () => {
+    const charge = storedMethodCharge();
+    const first = await chargeSavedMethod(ctx, charge);
+    const retried = await chargeSavedMethod(ctx, charge);
+
+    expect(retried).toEqual(first);
+    expect([...fake.payments.values()].filter((p) => p.reference === charge.paymentId)).toHaveLength(1);
+  });
+
+  it('answers a refused card as a failed charge with the refusal reason, not a throw', async () => {
+    const charge = storedMethodCharge();
+    fake.refuseStoredMethod(charge.paymentMethodId, 'Not enough balance');
+    const result = await chargeSavedMethod(ctx, charge);
+
+    expect(result).toEqual({
+      providerPaymentId: expect.stringMatching(/^\d{16}$/),
+      outcome: 'failed',
+      failureReason: 'Not enough balance',
+    });
+    expect(fake.payments.get(result.providerPaymentId)?.resultCode).toBe('Refused');
+  });
+
+  it('keeps the payment, so its notification and refund find it by pspReference', async () => {
+    const charge = storedMethodCharge();
+    const { providerPaymentId: psp } = await chargeSavedMethod(ctx, charge);
+
+    const [notification] = verify(bodyOf([fake.item({ eventCode: 'AUTHORISATION', pspReference: psp }, HMAC_KEY)]));
+    expect(notification).toMatchObject({ outcome: 'succeeded', paymentId: charge.paymentId, providerPaymentId: psp });
+
+    const refund = await adyenAdapter.refund(ctx, {
+      paymentId: charge.paymentId,
+      providerPaymentId: psp,
+      providerCheckoutId: null,
+      amountMinor: 4250,
+      currency: 'EUR',
+      idempotencyKey: randomUUID(),
+    });
+    expect(refund.status).toBe('received');
+  });
+
+  it('refuses before any call without the shopper the stored method belongs to', async () => {
+    const count = fake.requests.length;
+    await expect(chargeSavedMethod(ctx, storedMethodCharge({ providerCustomerId: null }))).rejects.toThrow(ProviderRefused);
+    const { merchant_account: _m, ...noMerchant } = ctx.settings;
+    await expect(chargeSavedMethod({ ...ctx, settings: noMerchant }, storedMethodCharge())).rejects.toThrow(ProviderRefused);
+    expect(fake.requests.length).toBe(count);
+  });
+
+  it('fails for good on a request Adyen rejects, and leaves an unreachable Adyen to the retries', async () => {
+    const error = await chargeSavedMethod(ctx, storedMethodCharge({ amountMinor: 12.5 })).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ProviderRefused);
+    expect((error as ProviderRefused).status).toBe(422);
+
+    const closed = await startFakeAdyen();
+    await closed.close();
+    const unreachable = await chargeSavedMethod({ ...ctx, apiBaseUrl: closed.url }, storedMethodCharge()).catch((e: unknown) => e);
+    expect(unreachable).toBeInstanceOf(Error);
+    expect(unreachable).not.toBeInstanceOf(ProviderRefused);
   });
 });
 

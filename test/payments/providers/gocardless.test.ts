@@ -7,12 +7,14 @@ import {
   type CheckoutRequest,
   type ProviderContext,
   type RawHeaders,
+  type SavedMethodCharge,
 } from '../../../src/payments/providers/types';
 import { startFakeGoCardless, type FakeGoCardless, type GoCardlessEvent } from '../../support/providers/fake-gocardless';
 import { startReceiver } from '../../support/receiver';
 
 const now = new Date('2026-03-01T10:00:00.000Z');
 const completeRedirect = gocardlessAdapter.completeRedirect!.bind(gocardlessAdapter);
+const chargeSavedMethod = gocardlessAdapter.chargeSavedMethod!.bind(gocardlessAdapter);
 
 let fake: FakeGoCardless;
 let ctx: ProviderContext;
@@ -247,6 +249,88 @@ describe('gocardless adapter: completing the redirect flow', () => {
     } finally {
       await strict.close();
     }
+  });
+});
+
+describe('gocardless adapter: charging a saved mandate', () => {
+  /** A charge on the mandate a completed checkout left behind. */
+  async function mandateCharge(overrides: Partial<SavedMethodCharge> = {}): Promise<SavedMethodCharge> {
+    const { result } = await completedPayment();
+    sequence += 1;
+    return {
+      paymentId: `11111111-0000-0000-0000-${String(sequence).padStart(12, '0')}`,
+      amountMinor: 4250,
+      currency: 'gbp',
+      providerCustomerId: result.providerCustomerId,
+      paymentMethodId: result.mandateId,
+      description: 'Invoice INV-42',
+      idempotencyKey: `charge-${sequence}`,
+      ...overrides,
+    };
+  }
+
+  it('creates a payment of the amount on the mandate, processing until GoCardless confirms it', async () => {
+    const charge = await mandateCharge();
+    const result = await chargeSavedMethod(ctx, charge);
+
+    expect(result).toEqual({ providerPaymentId: expect.stringMatching(/^PM[0-9A-F]+$/), outcome: 'processing', failureReason: null });
+    const sent = lastRequest('POST', '/payments');
+    expect(sent.headers['idempotency-key']).toBe(charge.idempotencyKey);
+    expect(sent.body).toEqual({
+      payments: {
+        amount: 4250,
+        currency: 'GBP',
+        links: { mandate: charge.paymentMethodId },
+        description: 'Invoice INV-42',
+        metadata: { payment_id: charge.paymentId },
+      },
+    });
+    expect(fake.payments.get(result.providerPaymentId)).toMatchObject({
+      amount: 4250,
+      currency: 'GBP',
+      status: 'pending_submission',
+      links: { mandate: charge.paymentMethodId },
+    });
+  });
+
+  it('collects once when a retried activity sends the same idempotency key', async () => {
+    const charge = await mandateCharge();
+    const first = await chargeSavedMethod(ctx, charge);
+    const retried = await chargeSavedMethod(ctx, charge);
+
+    expect(retried).toEqual(first);
+    expect([...fake.payments.values()].filter((p) => p.metadata.payment_id === charge.paymentId)).toHaveLength(1);
+  });
+
+  it('answers a cancelled mandate as a failed charge with GoCardless’s reason, not a throw', async () => {
+    const charge = await mandateCharge();
+    fake.cancelMandate(charge.paymentMethodId);
+    const paymentsBefore = fake.payments.size;
+
+    const result = await chargeSavedMethod(ctx, charge);
+
+    expect(result).toEqual({ providerPaymentId: '', outcome: 'failed', failureReason: 'Mandate is failed, cancelled or expired' });
+    expect(fake.payments.size).toBe(paymentsBefore);
+    expect(lastRequest('POST', '/payments').body).toMatchObject({ payments: { links: { mandate: charge.paymentMethodId } } });
+  });
+
+  it('refuses for good an unknown mandate and an amount GoCardless rejects', async () => {
+    const unknown = chargeSavedMethod(ctx, await mandateCharge({ paymentMethodId: 'MD000NOSUCHMANDATE' }));
+    await expect(unknown).rejects.toThrow(ProviderRefused);
+    await expect(unknown).rejects.toMatchObject({ status: 422 });
+
+    await expect(chargeSavedMethod(ctx, await mandateCharge({ amountMinor: 0 }))).rejects.toMatchObject({
+      name: 'ProviderRefused',
+      status: 422,
+    });
+  });
+
+  it('refuses before any call a currency GoCardless does not collect, or a missing access token', async () => {
+    const charge = await mandateCharge();
+    const before = fake.requests.length;
+    await expect(chargeSavedMethod(ctx, { ...charge, currency: 'JPY' })).rejects.toThrow(ProviderRefused);
+    await expect(chargeSavedMethod({ ...ctx, settings: { webhook_secret: 'gc_secret' } }, charge)).rejects.toThrow(ProviderRefused);
+    expect(fake.requests.length).toBe(before);
   });
 });
 

@@ -13,6 +13,7 @@ import {
   type ProviderContext,
   type ProviderNotification,
   type RawHeaders,
+  type SavedMethodCharge,
 } from '../../../src/payments/providers/types';
 import { startFakeStripe, type FakeStripe } from '../../support/providers/fake-stripe';
 import { startReceiver } from '../../support/receiver';
@@ -208,6 +209,125 @@ describe('stripeAdapter.refund', () => {
     await expect(
       stripeAdapter.refund(ctx, { ...base, providerPaymentId: paymentIntent, amountMinor: 501, idempotencyKey: randomUUID() }),
     ).rejects.toMatchObject({ name: 'ProviderRefused', status: 400 });
+  });
+});
+
+describe('stripeAdapter.chargeSavedMethod', () => {
+  const chargeSavedMethod = stripeAdapter.chargeSavedMethod!.bind(stripeAdapter);
+
+  function savedMethodCharge(overrides: Partial<SavedMethodCharge> = {}): SavedMethodCharge {
+    return {
+      paymentId: randomUUID(),
+      amountMinor: 4250,
+      currency: 'EUR',
+      providerCustomerId: 'cus_saved',
+      paymentMethodId: `pm_${randomUUID().replaceAll('-', '')}`,
+      description: 'Invoice INV-2024-0042',
+      idempotencyKey: randomUUID(),
+      ...overrides,
+    };
+  }
+
+  it('confirms a PaymentIntent off-session on the saved method, the amount once, and reports it succeeded', async () => {
+    const charge = savedMethodCharge();
+    const result = await chargeSavedMethod(ctx, charge);
+
+    const sent = lastRequest('/v1/payment_intents');
+    expect(sent.headers.authorization).toBe('Bearer sk_test_123');
+    expect(sent.headers['idempotency-key']).toBe(charge.idempotencyKey);
+    expect(sent.form).toEqual({
+      amount: '4250',
+      currency: 'eur',
+      customer: 'cus_saved',
+      payment_method: charge.paymentMethodId,
+      off_session: 'true',
+      confirm: 'true',
+      description: 'Invoice INV-2024-0042',
+      'metadata[payment_id]': charge.paymentId,
+    });
+    expect(result).toEqual({ providerPaymentId: expect.stringMatching(/^pi_/), outcome: 'succeeded', failureReason: null });
+    expect(fake.paymentIntents.get(result.providerPaymentId)).toMatchObject({
+      amount: 4250,
+      amount_received: 4250,
+      currency: 'eur',
+      status: 'succeeded',
+      customer: 'cus_saved',
+      payment_method: charge.paymentMethodId,
+      metadata: { payment_id: charge.paymentId },
+    });
+  });
+
+  it('leaves the customer out when none is known', async () => {
+    await chargeSavedMethod(ctx, savedMethodCharge({ providerCustomerId: null }));
+    expect(lastRequest('/v1/payment_intents').form).not.toHaveProperty('customer');
+  });
+
+  it('creates one PaymentIntent when a retried activity sends the same idempotency key', async () => {
+    const charge = savedMethodCharge();
+    const first = await chargeSavedMethod(ctx, charge);
+    const retried = await chargeSavedMethod(ctx, charge);
+
+    expect(retried).toEqual(first);
+    expect([...fake.paymentIntents.values()].filter((pi) => pi.metadata.payment_id === charge.paymentId)).toHaveLength(1);
+  });
+
+  it('answers a decline as a failed charge with Stripe’s reason and the failed PaymentIntent, not a throw', async () => {
+    const charge = savedMethodCharge();
+    fake.declinePaymentMethod(charge.paymentMethodId);
+    const result = await chargeSavedMethod(ctx, charge);
+    const retried = await chargeSavedMethod(ctx, charge);
+
+    expect(result).toEqual({
+      providerPaymentId: expect.stringMatching(/^pi_/),
+      outcome: 'failed',
+      failureReason: 'Your card was declined.',
+    });
+    expect(retried).toEqual(result);
+    expect(fake.paymentIntents.get(result.providerPaymentId)).toMatchObject({
+      status: 'requires_payment_method',
+      amount_received: 0,
+      metadata: { payment_id: charge.paymentId },
+    });
+  });
+
+  it('answers a card that needs the absent customer to authenticate as failed too', async () => {
+    const charge = savedMethodCharge();
+    const message = 'Your card was declined. This transaction requires authentication.';
+    fake.declinePaymentMethod(charge.paymentMethodId, {
+      code: 'authentication_required',
+      decline_code: 'authentication_required',
+      message,
+    });
+
+    expect(await chargeSavedMethod(ctx, charge)).toMatchObject({ outcome: 'failed', failureReason: message });
+  });
+
+  it('reports a bank debit that settles later as processing', async () => {
+    const charge = savedMethodCharge({ currency: 'USD' });
+    fake.delayPaymentMethod(charge.paymentMethodId);
+    const result = await chargeSavedMethod(ctx, charge);
+
+    expect(result).toEqual({ providerPaymentId: expect.stringMatching(/^pi_/), outcome: 'processing', failureReason: null });
+    expect(fake.paymentIntents.get(result.providerPaymentId)?.status).toBe('processing');
+  });
+
+  it('fails for good on what Stripe rejects outright, and leaves network errors to retries', async () => {
+    await expect(chargeSavedMethod(ctx, savedMethodCharge({ paymentMethodId: 'card_unknown' }))).rejects.toMatchObject({
+      name: 'ProviderRefused',
+      status: 400,
+    });
+    await expect(chargeSavedMethod(ctx, savedMethodCharge({ amountMinor: 12.5 }))).rejects.toMatchObject({
+      name: 'ProviderRefused',
+      status: 400,
+    });
+    const requestsBefore = fake.requests.length;
+    await expect(chargeSavedMethod({ ...ctx, settings: { webhook_secret: SECRET } }, savedMethodCharge())).rejects.toBeInstanceOf(
+      ProviderRefused,
+    );
+    expect(fake.requests.length).toBe(requestsBefore);
+
+    const unreachable = chargeSavedMethod({ ...ctx, apiBaseUrl: 'http://127.0.0.1:9' }, savedMethodCharge());
+    await expect(unreachable).rejects.toBeInstanceOf(Stripe.errors.StripeConnectionError);
   });
 });
 

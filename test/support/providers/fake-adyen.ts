@@ -1,8 +1,8 @@
 /**
- * A local stand-in for Adyen's Checkout API (provider_b, payment-providers.md §3): the sessions
- * and refund calls the adapter makes, Adyen's JSON and error shapes, Idempotency-Key replays, and
- * standard notifications signed the way Adyen signs them (per item, or over the raw body in an
- * `HmacSignature` header for bxb's variant).
+ * A local stand-in for Adyen's Checkout API (provider_b, payment-providers.md §3): the sessions,
+ * payments (a stored method, without the shopper) and refund calls the adapter makes, Adyen's JSON
+ * and error shapes, Idempotency-Key replays, and standard notifications signed the way Adyen signs
+ * them (per item, or over the raw body in an `HmacSignature` header for bxb's variant).
  */
 import { randomBytes, randomInt } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -40,7 +40,16 @@ export interface FakeAdyenSession {
 
 export interface FakeAdyenPayment {
   pspReference: string;
-  sessionId: string;
+  /** The session the shopper paid; null for a /payments call on a stored method. */
+  sessionId: string | null;
+  resultCode: 'Authorised' | 'Refused';
+  refusalReason?: string;
+  merchantAccount: string;
+  reference: string;
+  amount: AdyenAmount;
+  metadata: Record<string, string>;
+  storedPaymentMethodId?: string;
+  shopperReference?: string;
 }
 
 export interface FakeAdyenRefund {
@@ -75,12 +84,14 @@ export interface FakeAdyen {
   /** The base to give the adapter as `apiBaseUrl` (no trailing slash). */
   url: string;
   sessions: Map<string, FakeAdyenSession>;
-  /** Authorised payments by pspReference. */
+  /** Payments by pspReference: paid sessions, and /payments answers whatever their resultCode. */
   payments: Map<string, FakeAdyenPayment>;
   refunds: FakeAdyenRefund[];
   requests: FakeAdyenRequest[];
   /** The shopper paid the session: records a payment under a new pspReference and returns it. */
   authorise(sessionId: string): string;
+  /** /payments on this stored method answers resultCode `Refused` with `refusalReason` (default `Refused`). */
+  refuseStoredMethod(storedPaymentMethodId: string, refusalReason?: string): void;
   /** A NotificationRequestItem, signed in `additionalData.hmacSignature` when a hex key is given. */
   item(fields: NotificationItemFields, hexKey?: string): NotificationRequestItem;
   notification(items: NotificationRequestItem[]): AdyenNotification;
@@ -95,6 +106,7 @@ export interface FakeAdyen {
 }
 
 const SESSIONS_PATH = /^\/v\d+\/sessions$/;
+const PAYMENTS_PATH = /^\/v\d+\/payments$/;
 const REFUNDS_PATH = /^\/v\d+\/payments\/([^/]+)\/refunds$/;
 
 export async function startFakeAdyen(): Promise<FakeAdyen> {
@@ -103,6 +115,8 @@ export async function startFakeAdyen(): Promise<FakeAdyen> {
   const refunds: FakeAdyenRefund[] = [];
   const requests: FakeAdyenRequest[] = [];
   const replays = new Map<string, { status: number; body: unknown }>();
+  /** storedPaymentMethodId → refusalReason. */
+  const refusedStoredMethods = new Map<string, string>();
 
   function newPspReference(): string {
     let psp: string;
@@ -138,6 +152,54 @@ export async function startFakeAdyen(): Promise<FakeAdyen> {
     return [201, session];
   }
 
+  /** Only the stored-method form provider_b sends: a card on file, charged without the shopper. */
+  function createPayment(body: Record<string, unknown>): [number, unknown] {
+    const amount = body.amount as Partial<AdyenAmount> | undefined;
+    if (!amount || !Number.isInteger(amount.value) || typeof amount.currency !== 'string') {
+      return validationError('100', 'No amount specified');
+    }
+    if (typeof body.merchantAccount !== 'string' || body.merchantAccount === '') {
+      return validationError('901', 'Invalid Merchant Account');
+    }
+    if (typeof body.reference !== 'string' || body.reference === '') {
+      return validationError('130', "Required field 'reference' is not provided.");
+    }
+    const method = (body.paymentMethod ?? {}) as Record<string, unknown>;
+    const storedPaymentMethodId = method.storedPaymentMethodId;
+    if (typeof storedPaymentMethodId !== 'string' || storedPaymentMethodId === '') {
+      return validationError('000', 'The fake charges stored payment methods only: storedPaymentMethodId is missing');
+    }
+    // Stored methods belong to a shopper: Adyen finds none without one.
+    if (typeof body.shopperReference !== 'string' || body.shopperReference === '') {
+      return validationError('800', 'Contract not found');
+    }
+    const refusalReason = refusedStoredMethods.get(storedPaymentMethodId);
+    const payment: FakeAdyenPayment = {
+      pspReference: newPspReference(),
+      sessionId: null,
+      resultCode: refusalReason === undefined ? 'Authorised' : 'Refused',
+      ...(refusalReason === undefined ? {} : { refusalReason }),
+      merchantAccount: body.merchantAccount,
+      reference: body.reference,
+      amount: { value: amount.value!, currency: amount.currency },
+      metadata: (body.metadata ?? {}) as Record<string, string>,
+      storedPaymentMethodId,
+      shopperReference: body.shopperReference,
+    };
+    payments.set(payment.pspReference, payment);
+    return [
+      200,
+      {
+        pspReference: payment.pspReference,
+        resultCode: payment.resultCode,
+        ...(refusalReason === undefined ? {} : { refusalReason, refusalReasonCode: '2' }),
+        amount: payment.amount,
+        merchantReference: payment.reference,
+        paymentMethod: { brand: 'visa', type: 'scheme' },
+      },
+    ];
+  }
+
   function createRefund(paymentPspReference: string, body: Record<string, unknown>): [number, unknown] {
     if (!payments.has(paymentPspReference)) {
       return validationError('167', 'Original pspReference required for this operation');
@@ -163,6 +225,7 @@ export async function startFakeAdyen(): Promise<FakeAdyen> {
 
   function route(method: string, path: string, body: Record<string, unknown>): [number, unknown] {
     if (method === 'POST' && SESSIONS_PATH.test(path)) return createSession(body);
+    if (method === 'POST' && PAYMENTS_PATH.test(path)) return createPayment(body);
     const refund = method === 'POST' ? REFUNDS_PATH.exec(path) : null;
     if (refund) return createRefund(decodeURIComponent(refund[1]!), body);
     return [404, { status: 404, errorCode: '000', message: `No resource at ${path}`, errorType: 'validation' }];
@@ -202,17 +265,16 @@ export async function startFakeAdyen(): Promise<FakeAdyen> {
   function item(fields: NotificationItemFields, hexKey?: string): NotificationRequestItem {
     const pspReference = fields.pspReference ?? newPspReference();
     const payment = payments.get(fields.originalReference ?? pspReference);
-    const session = payment ? sessions.get(payment.sessionId) : undefined;
-    // Session metadata travels only on the payment's own events, not on its modifications.
-    const metadata = session && !fields.originalReference ? prefixed('metadata.', session.metadata ?? {}) : {};
+    // Payment metadata travels only on the payment's own events, not on its modifications.
+    const metadata = payment && !fields.originalReference ? prefixed('metadata.', payment.metadata) : {};
     const built = {
       eventCode: fields.eventCode,
       success: fields.success ?? 'true',
       pspReference,
       ...(fields.originalReference ? { originalReference: fields.originalReference } : {}),
-      merchantAccountCode: fields.merchantAccountCode ?? session?.merchantAccount ?? 'TestMerchant',
-      merchantReference: fields.merchantReference ?? session?.reference ?? '',
-      amount: fields.amount ?? session?.amount ?? { value: 0, currency: 'EUR' },
+      merchantAccountCode: fields.merchantAccountCode ?? payment?.merchantAccount ?? 'TestMerchant',
+      merchantReference: fields.merchantReference ?? payment?.reference ?? '',
+      amount: fields.amount ?? payment?.amount ?? { value: 0, currency: 'EUR' },
       eventDate: fields.eventDate ?? new Date().toISOString(),
       ...(fields.reason ? { reason: fields.reason } : {}),
       additionalData: { ...metadata, ...fields.additionalData },
@@ -232,10 +294,22 @@ export async function startFakeAdyen(): Promise<FakeAdyen> {
     refunds,
     requests,
     authorise(sessionId) {
-      if (!sessions.has(sessionId)) throw new Error(`fake Adyen has no session ${sessionId}`);
+      const session = sessions.get(sessionId);
+      if (!session) throw new Error(`fake Adyen has no session ${sessionId}`);
       const pspReference = newPspReference();
-      payments.set(pspReference, { pspReference, sessionId });
+      payments.set(pspReference, {
+        pspReference,
+        sessionId,
+        resultCode: 'Authorised',
+        merchantAccount: session.merchantAccount,
+        reference: session.reference,
+        amount: session.amount,
+        metadata: session.metadata ?? {},
+      });
       return pspReference;
+    },
+    refuseStoredMethod(storedPaymentMethodId, refusalReason = 'Refused') {
+      refusedStoredMethods.set(storedPaymentMethodId, refusalReason);
     },
     item,
     notification,

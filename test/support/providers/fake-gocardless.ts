@@ -98,6 +98,8 @@ export interface FakeGoCardless {
   requests: RecordedRequest[];
   /** The customer finishes the hosted pages; answers the address GoCardless sends them back to. */
   customerApproves(flowId: string): string;
+  /** The mandate is cancelled (by the customer's bank, say): payments on it answer 422 `mandate_is_inactive`. */
+  cancelMandate(mandateId: string): FakeMandate;
   /** An event as GoCardless sends it; `resource_metadata` comes from the fake's payment or refund when linked. */
   event(fields?: Partial<GoCardlessEvent>): GoCardlessEvent;
   /** The body and headers GoCardless would POST for these events. */
@@ -107,6 +109,9 @@ export interface FakeGoCardless {
 }
 
 const creditorId = 'CR000TESTCREDITOR';
+
+/** Mandate statuses GoCardless collects no new payment on. */
+const inactiveMandateStatuses = new Set(['failed', 'cancelled', 'expired', 'consumed', 'blocked']);
 
 export function goCardlessId(prefix: string): string {
   return `${prefix}${randomBytes(7).toString('hex').toUpperCase()}`;
@@ -209,6 +214,9 @@ export async function startFakeGoCardless(options: FakeGoCardlessOptions = {}): 
     const links = (input.links ?? {}) as Record<string, string>;
     const mandate = links.mandate ? mandates.get(links.mandate) : undefined;
     if (!mandate) throw invalid('links[mandate]', 'does not exist', '/payments/links/mandate');
+    if (inactiveMandateStatuses.has(mandate.status)) {
+      throw invalidState('mandate_is_inactive', 'Mandate is failed, cancelled or expired', 422);
+    }
     if (!Number.isInteger(input.amount) || (input.amount as number) <= 0) {
       throw invalid('amount', 'must be a positive whole number of minor units', '/payments/amount');
     }
@@ -384,6 +392,12 @@ export async function startFakeGoCardless(options: FakeGoCardlessOptions = {}): 
       const back = new URL(flow.success_redirect_url);
       back.searchParams.set('redirect_flow_id', flowId);
       return back.toString();
+    },
+    cancelMandate(mandateId) {
+      const mandate = mandates.get(mandateId);
+      if (!mandate) throw new Error(`no mandate ${mandateId}`);
+      mandate.status = 'cancelled';
+      return mandate;
     },
     event,
     webhook,

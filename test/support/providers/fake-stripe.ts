@@ -3,8 +3,10 @@
  * over real HTTP so the official SDK runs unmodified against it (`api_base_url` = `fake.url`).
  *
  * Speaks: POST /v1/checkout/sessions, POST /v1/checkout/sessions/{id}/expire, POST /v1/refunds,
- * form-encoded like the SDK sends them, answering Stripe's object shapes and its error shape
- * `{ error: { type, message, code?, param? } }`, and replaying the first answer for a repeated
+ * POST /v1/payment_intents (confirmed off-session on a saved method: succeeded unless a test makes
+ * the method decline or settle later), form-encoded like the SDK sends them, answering Stripe's
+ * object shapes and its error shape `{ error: { type, message, code?, param? } }` (402 `card_error`
+ * with the failed PaymentIntent for a decline), and replaying the first answer for a repeated
  * Idempotency-Key. Tests drive the customer's side with `complete()` and send Stripe's
  * notifications, signed by the SDK's own test signer, with `notify()`.
  */
@@ -49,12 +51,21 @@ export interface FakePaymentIntent {
   amount: number;
   amount_received: number;
   currency: string;
-  status: 'succeeded';
+  status: 'succeeded' | 'processing' | 'requires_payment_method';
   customer: string | null;
   payment_method: string;
+  description: string | null;
   metadata: Record<string, string>;
+  last_payment_error: (FakeCardDecline & { type: 'card_error'; payment_method: { id: string; object: 'payment_method' } }) | null;
   created: number;
   livemode: false;
+}
+
+/** How a saved card declines: Stripe's `code`, `decline_code` and message. */
+export interface FakeCardDecline {
+  code: string;
+  decline_code: string;
+  message: string;
 }
 
 export interface FakeRefund {
@@ -89,6 +100,10 @@ export interface FakeStripe {
   requests: FakeStripeRequest[];
   /** The customer pays: the session becomes complete and paid, with a new PaymentIntent. */
   complete(sessionId: string): FakeCheckoutSession;
+  /** Off-session charges on this method answer 402 `card_error` (default: card_declined, generic_decline). */
+  declinePaymentMethod(paymentMethodId: string, decline?: Partial<FakeCardDecline>): void;
+  /** Off-session charges on this method stay `processing`, as a bank debit does. */
+  delayPaymentMethod(paymentMethodId: string): void;
   event(type: string, object: object): FakeStripeEvent;
   signedHeaders(rawBody: string, secret: string, timestamp?: number): Record<string, string>;
   /** POSTs the event as Stripe would, `Stripe-Signature` computed at `timestamp` (unix seconds, default now). */
@@ -109,6 +124,8 @@ interface Reply {
 
 const SESSION_LIFETIME_SECONDS = 24 * 60 * 60;
 
+const GENERIC_DECLINE: FakeCardDecline = { code: 'card_declined', decline_code: 'generic_decline', message: 'Your card was declined.' };
+
 export async function startFakeStripe(): Promise<FakeStripe> {
   const sessions = new Map<string, FakeCheckoutSession>();
   const paymentIntents = new Map<string, FakePaymentIntent>();
@@ -117,12 +134,15 @@ export async function startFakeStripe(): Promise<FakeStripe> {
   // What a session hands on to the PaymentIntent created when the customer pays.
   const intentMetadata = new Map<string, Record<string, string>>();
   const idempotent = new Map<string, { path: string; rawForm: string; answer: Reply }>();
+  const declines = new Map<string, FakeCardDecline>();
+  const delayed = new Set<string>();
 
   function route(method: string, path: string, form: Record<string, string>): Answer {
     if (method === 'POST' && path === '/v1/checkout/sessions') return createSession(form);
     const expire = /^\/v1\/checkout\/sessions\/([^/]+)\/expire$/.exec(path);
     if (method === 'POST' && expire) return expireSession(decodeURIComponent(expire[1] ?? ''));
     if (method === 'POST' && path === '/v1/refunds') return createRefund(form);
+    if (method === 'POST' && path === '/v1/payment_intents') return createPaymentIntent(form);
     return failure(404, `Unrecognized request URL (${method}: ${path}).`);
   }
 
@@ -171,6 +191,50 @@ export async function startFakeStripe(): Promise<FakeStripe> {
     session.status = 'expired';
     session.url = null;
     return { status: 200, body: session };
+  }
+
+  /** Only the confirmed, off-session form provider_a sends; an unconfirmed intent is not modelled. */
+  function createPaymentIntent(form: Record<string, string>): Answer {
+    const amount = integer(form.amount);
+    if (form.amount === undefined) return failure(400, 'Missing required param: amount.', 'parameter_missing', 'amount');
+    if (amount === null || amount < 1) return failure(400, 'Invalid positive integer', 'parameter_invalid_integer', 'amount');
+    if (!form.currency) return failure(400, 'Missing required param: currency.', 'parameter_missing', 'currency');
+    if (form.confirm !== 'true') return failure(400, 'The fake only creates confirmed PaymentIntents.', 'parameter_unknown', 'confirm');
+    const paymentMethod = form.payment_method ?? '';
+    if (!paymentMethod.startsWith('pm_')) {
+      return failure(400, `No such PaymentMethod: '${paymentMethod}'`, 'resource_missing', 'payment_method');
+    }
+    if (form.customer !== undefined && !form.customer.startsWith('cus_')) {
+      return failure(400, `No such customer: '${form.customer}'`, 'resource_missing', 'customer');
+    }
+    const decline = declines.get(paymentMethod);
+    const status = decline ? 'requires_payment_method' : delayed.has(paymentMethod) ? 'processing' : 'succeeded';
+    const intent: FakePaymentIntent = {
+      id: `pi_${token()}`,
+      object: 'payment_intent',
+      amount,
+      amount_received: status === 'succeeded' ? amount : 0,
+      currency: form.currency,
+      status,
+      customer: form.customer ?? null,
+      payment_method: paymentMethod,
+      description: form.description ?? null,
+      metadata: nested(form, 'metadata'),
+      last_payment_error: decline
+        ? { type: 'card_error', ...decline, payment_method: { id: paymentMethod, object: 'payment_method' } }
+        : null,
+      created: nowSeconds(),
+      livemode: false,
+    };
+    paymentIntents.set(intent.id, intent);
+    if (!decline) return { status: 200, body: intent };
+    // Stripe answers a failed confirmation with the error, the failed intent inside it.
+    return {
+      status: 402,
+      body: {
+        error: { type: 'card_error', ...decline, payment_intent: intent, payment_method: intent.last_payment_error?.payment_method },
+      },
+    };
   }
 
   function createRefund(form: Record<string, string>): Answer {
@@ -265,13 +329,21 @@ export async function startFakeStripe(): Promise<FakeStripe> {
         status: 'succeeded',
         customer: session.customer,
         payment_method: `pm_${token()}`,
+        description: null,
         metadata: intentMetadata.get(sessionId) ?? {},
+        last_payment_error: null,
         created: nowSeconds(),
         livemode: false,
       };
       paymentIntents.set(intent.id, intent);
       Object.assign(session, { status: 'complete', payment_status: 'paid', payment_intent: intent.id, url: null });
       return session;
+    },
+    declinePaymentMethod(paymentMethodId, decline = {}) {
+      declines.set(paymentMethodId, { ...GENERIC_DECLINE, ...decline });
+    },
+    delayPaymentMethod(paymentMethodId) {
+      delayed.add(paymentMethodId);
     },
     event(type, object) {
       return {
