@@ -141,7 +141,6 @@ export async function startAttempt(deps: PaymentRequestDeps, requestId: string, 
     { _id: requestId, status: 'pending' },
     {
       $set: { payment_attempts: Math.max(request.payment_attempts, attempt), amount_cents: toDecimal128(amount), next_attempt_at: null },
-      $addToSet: { payment_ids: paymentId },
     },
   );
   if (!provider || !(await activeProviderIntegration(deps.db, request.organization_id, provider))) {
@@ -185,7 +184,8 @@ export async function startAttempt(deps: PaymentRequestDeps, requestId: string, 
   }
   const updated = await PaymentRequest.findOneAndUpdate(
     { _id: requestId },
-    { $set: { checkout_url: checkoutUrl, invoice_ids: open.map((i) => i.invoice._id) } },
+    // The payment exists before the request names it.
+    { $set: { checkout_url: checkoutUrl, invoice_ids: open.map((i) => i.invoice._id) }, $addToSet: { payment_ids: paymentId } },
     { returnDocument: 'after' },
   ).lean();
   if (attempt === 1 && updated) await announce(deps, updated, 'payment_request.created', at);

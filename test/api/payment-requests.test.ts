@@ -10,22 +10,25 @@ import type { PaymentResource } from '../../src/resources/payment';
 import type { PaymentRequestResource } from '../../src/resources/payment-request';
 import { eventually, expectError, injectAs, ok, type Method } from '../support/http';
 import { notifyManual } from '../support/providers/manual-notifier';
+import { startFakeStripe, type FakeStripe } from '../support/providers/fake-stripe';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
 import { startStackWorker, type StackWorker } from '../support/worker';
 
 let stack: TestStack;
 let worker: StackWorker;
 let webhookUrl: string;
+let stripe: FakeStripe;
 const SECRET = 'manual_secret_for_requests';
 
 beforeAll(async () => {
   stack = await createTestStack();
   await stack.app.listen({ host: '127.0.0.1', port: 0 });
   webhookUrl = `http://127.0.0.1:${(stack.app.server.address() as AddressInfo).port}/v1/payments/webhook/manual`;
-  worker = await startStackWorker(stack);
+  [worker, stripe] = await Promise.all([startStackWorker(stack), startFakeStripe()]);
 }, 120_000);
 
 afterAll(async () => {
+  await stripe?.close();
   await worker?.stop();
   await stack?.close();
 });
@@ -161,5 +164,66 @@ describe('payment requests', () => {
     );
     expectError(await call(org, 'POST', '/v1/payment_requests', { customer_id: randomUUID() }), 404, 'customer_not_found');
     expectError(await call(org, 'GET', `/v1/payment_requests/${randomUUID()}`), 404, 'not_found');
+  });
+
+  it('with a saved card the attempt charges it off-session (Stripe): success pays at once; a decline fails the request', async () => {
+    const org = await createOrganization(stack.app, { name: `Saved ${randomUUID().slice(0, 6)}`, timezone: 'UTC' });
+    ok(
+      await call(org, 'POST', '/v1/integrations', {
+        integration_type: 'payment_provider',
+        provider_type: 'provider_a',
+        settings: { api_key: 'sk_test_saved', webhook_secret: 'whsec_saved', api_base_url: stripe.url },
+      }),
+      201,
+    );
+    const customerFor = async (pm: string) =>
+      ok<CustomerResource>(
+        await call(org, 'POST', '/v1/customers', {
+          external_id: `cus_${randomUUID()}`,
+          currency: 'USD',
+          payment_provider: 'provider_a',
+          provider_customer_id: 'cus_Saved1',
+          payment_method_id: pm,
+        }),
+        201,
+      );
+    const invoiceFor = async (customerId: string, cents: number) => {
+      const draft = ok<InvoiceResource>(
+        await call(org, 'POST', '/v1/invoices/one_off', {
+          customer_id: customerId,
+          line_items: [{ description: 'x', unit_price: String(cents) }],
+        }),
+        201,
+      );
+      return draft.status === 'finalized' ? draft : ok<InvoiceResource>(await call(org, 'POST', `/v1/invoices/${draft.id}/finalize`));
+    };
+
+    const good = await customerFor('pm_card_good');
+    const paidInvoice = await invoiceFor(good.id, 2100);
+    const created = ok<PaymentRequestResource>(
+      await call(org, 'POST', '/v1/payment_requests', { customer_id: good.id, invoice_ids: [paidInvoice.id] }),
+      201,
+    );
+    await waitForRequest(org, created.id, (r) => r.status === 'succeeded', 'the off-session charge to pay the request');
+    const intents = [...stripe.paymentIntents.values()].filter((pi) => pi.payment_method === 'pm_card_good');
+    expect(intents.map((pi) => [pi.amount, pi.customer, pi.status])).toEqual([[2100, 'cus_Saved1', 'succeeded']]);
+    await eventually(
+      async () => (ok<InvoiceResource>(await call(org, 'GET', `/v1/invoices/${paidInvoice.id}`)).status === 'paid' ? true : undefined),
+      20_000,
+    );
+    expect(ok<PaymentRequestResource>(await call(org, 'GET', `/v1/payment_requests/${created.id}`)).checkout_url).toBeNull();
+
+    stripe.declinePaymentMethod('pm_card_declined');
+    const declined = await customerFor('pm_card_declined');
+    const unpaid = await invoiceFor(declined.id, 900);
+    const failing = ok<PaymentRequestResource>(
+      await call(org, 'POST', '/v1/payment_requests', { customer_id: declined.id, invoice_ids: [unpaid.id] }),
+      201,
+    );
+    const failed = await waitForRequest(org, failing.id, (r) => r.status === 'failed', 'the declined charge to fail the request');
+    const payment = ok<PaymentResource>(await call(org, 'GET', `/v1/payments/${failed.payment_ids[0]}`));
+    expect(payment.status).toBe('failed');
+    expect(payment.failure_reason).toBe('Your card was declined.');
+    expect(ok<InvoiceResource>(await call(org, 'GET', `/v1/invoices/${unpaid.id}`)).status).toBe('finalized');
   });
 });
