@@ -212,4 +212,136 @@ describe('dunning campaign on a test clock', () => {
     expect(await requestsOf(org, excluded.id)).toHaveLength(0);
     expect(await requestsOf(org, small.id)).toHaveLength(0);
   });
+
+  /** An organization with a manual integration and a default campaign, a customer on a clock at 2031-01-01 (due the next day). */
+  async function chased(campaign: Record<string, unknown>) {
+    const org = await createOrganization(stack.app, { name: `Dunning ${randomUUID().slice(0, 6)}`, timezone: 'UTC' });
+    ok(
+      await call(org, 'POST', '/v1/integrations', {
+        integration_type: 'payment_provider',
+        provider_type: 'manual',
+        settings: { webhook_secret: SECRET },
+      }),
+      201,
+    );
+    ok(
+      await call(org, 'POST', '/v1/dunning_campaigns', { code: 'default', name: 'Default', applied_to_organization: true, ...campaign }),
+      201,
+    );
+    const clock = ok<{ id: string }>(await call(org, 'POST', '/v1/test_clocks', { frozen_time: '2031-01-01T00:00:00Z' }), 201);
+    const customer = ok<CustomerResource>(
+      await call(org, 'POST', '/v1/customers', {
+        external_id: `dun_${randomUUID()}`,
+        currency: 'USD',
+        net_payment_term: 1,
+        timezone: 'UTC',
+        payment_provider: 'manual',
+        test_clock_id: clock.id,
+      }),
+      201,
+    );
+    const invoice = async (cents: number, currency = 'USD') => {
+      const draft = ok<InvoiceResource>(
+        await call(org, 'POST', '/v1/invoices/one_off', {
+          customer_id: customer.id,
+          currency,
+          line_items: [{ description: 'x', unit_price: String(cents) }],
+        }),
+        201,
+      );
+      return draft.status === 'finalized' ? draft : ok<InvoiceResource>(await call(org, 'POST', `/v1/invoices/${draft.id}/finalize`));
+    };
+    return { org, clock, customer, invoice };
+  }
+
+  const getRequest = async (org: TestOrganization, id: string) =>
+    ok<PaymentRequestResource>(await call(org, 'GET', `/v1/payment_requests/${id}`));
+
+  it('an invoice paid by hand between two attempts: the next attempt charges the rest', async () => {
+    const { org, clock, customer, invoice } = await chased({
+      max_attempts: 3,
+      days_between_attempts: 2,
+      thresholds: [{ currency: 'USD', amount_cents: 1000 }],
+    });
+    const first = await invoice(600);
+    const second = await invoice(500);
+    await advance(org, clock.id, '2031-01-04T00:00:00Z');
+    const [request] = await eventually(async () => {
+      const found = await requestsOf(org, customer.id);
+      return found.length === 1 && found[0]!.payment_ids.length === 1 ? found : undefined;
+    }, 30_000);
+    expect((await notifyManual(webhookUrl, SECRET, { payment_id: request!.payment_ids[0], status: 'failed' })).status).toBe(200);
+    await eventually(async () => ((await getRequest(org, request!.id)).next_attempt_at ? true : undefined), 30_000);
+    ok(await call(org, 'POST', `/v1/invoices/${first.id}/pay`));
+    await advance(org, clock.id, '2031-01-07T00:00:00Z');
+    const retried = await eventually(async () => {
+      const r = await getRequest(org, request!.id);
+      return r.payment_ids.length === 2 ? r : undefined;
+    }, 30_000);
+    expect(retried.amount_cents).toBe('500.0000');
+    expect(retried.invoice_ids).toEqual([second.id]);
+    const payment = ok<PaymentResource>(await call(org, 'GET', `/v1/payments/${retried.payment_ids[1]}`));
+    expect(payment.amount).toBe('500.0000');
+    expect((await notifyManual(webhookUrl, SECRET, { payment_id: payment.id, status: 'succeeded' })).status).toBe(200);
+    await eventually(async () => ((await getRequest(org, request!.id)).status === 'succeeded' ? true : undefined), 30_000);
+    const settlements = await stack.db.models.InvoiceSettlement.find({ source_id: payment.id }).lean();
+    expect(settlements.map((s) => [s.invoice_id, s.amount_cents.toString()])).toEqual([[second.id, '500']]);
+  });
+
+  it('max_attempts failures: the request fails, the invoices stay overdue, no more attempts', async () => {
+    const { org, clock, customer, invoice } = await chased({
+      max_attempts: 2,
+      days_between_attempts: 1,
+      thresholds: [{ currency: 'USD', amount_cents: 100 }],
+    });
+    const unpaid = await invoice(700);
+    await advance(org, clock.id, '2031-01-04T00:00:00Z');
+    const [request] = await eventually(async () => {
+      const found = await requestsOf(org, customer.id);
+      return found.length === 1 && found[0]!.payment_ids.length === 1 ? found : undefined;
+    }, 30_000);
+    await notifyManual(webhookUrl, SECRET, { payment_id: request!.payment_ids[0], status: 'failed' });
+    await eventually(
+      async () => ((await getRequest(org, request!.id)).next_attempt_at === '2031-01-05T00:00:00.000Z' ? true : undefined),
+      30_000,
+    );
+    await advance(org, clock.id, '2031-01-05T12:00:00Z');
+    const second = await eventually(async () => {
+      const r = await getRequest(org, request!.id);
+      return r.payment_ids.length === 2 ? r : undefined;
+    }, 30_000);
+    await notifyManual(webhookUrl, SECRET, { payment_id: second.payment_ids[1], status: 'failed' });
+    const failed = await eventually(async () => {
+      const r = await getRequest(org, request!.id);
+      return r.status === 'failed' ? r : undefined;
+    }, 30_000);
+    expect(failed.payment_attempts).toBe(2);
+    await advance(org, clock.id, '2031-01-09T00:00:00Z');
+    expect((await getRequest(org, request!.id)).payment_ids).toHaveLength(2);
+    const after = ok<InvoiceResource>(await call(org, 'GET', `/v1/invoices/${unpaid.id}`));
+    expect([after.status, after.payment_overdue]).toEqual(['finalized', true]);
+  });
+
+  it('invoices in two currencies: one request per currency, each against its own threshold', async () => {
+    const { org, clock, customer, invoice } = await chased({
+      max_attempts: 1,
+      days_between_attempts: 1,
+      thresholds: [
+        { currency: 'USD', amount_cents: 1000 },
+        { currency: 'EUR', amount_cents: 300 },
+      ],
+    });
+    await invoice(1200, 'USD');
+    await invoice(400, 'EUR');
+    await invoice(50, 'GBP'); // no threshold in GBP: never chased
+    await advance(org, clock.id, '2031-01-04T00:00:00Z');
+    const requests = await eventually(async () => {
+      const found = await requestsOf(org, customer.id);
+      return found.length === 2 && found.every((r) => r.payment_ids.length === 1) ? found : undefined;
+    }, 30_000);
+    expect(requests.map((r) => [r.currency, r.amount_cents]).sort()).toEqual([
+      ['EUR', '400.0000'],
+      ['USD', '1200.0000'],
+    ]);
+  });
 });
