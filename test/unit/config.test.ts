@@ -28,10 +28,22 @@ describe('loadConfig', () => {
       API_WORKERS: 1,
       BILLING_JITTER_WINDOW_SECONDS: 120,
       PROGRESSIVE_BILLING_CHECK_MINUTES: 60,
+      PAYMENT_PROVIDER_BASE_URL_OVERRIDE: false,
     });
     const config = loadConfig({});
     expect(config.BILLING_SIGNUP_TOKEN).toBeUndefined();
+    expect(config.SECRETS_KEY).toBeUndefined();
     expect(config.PUBLIC_URL).toBeUndefined();
+  });
+
+  it('takes a 32-byte SECRETS_KEY as hex or base64 and refuses anything else', () => {
+    const hex = 'ab'.repeat(32);
+    expect(loadConfig({ SECRETS_KEY: hex }).SECRETS_KEY).toBe(hex);
+    const b64 = Buffer.alloc(32, 7).toString('base64');
+    expect(loadConfig({ SECRETS_KEY: b64 }).SECRETS_KEY).toBe(b64);
+    expect(() => loadConfig({ SECRETS_KEY: 'too-short' })).toThrow(/SECRETS_KEY/);
+    expect(loadConfig({ PAYMENT_PROVIDER_BASE_URL_OVERRIDE: 'true' }).PAYMENT_PROVIDER_BASE_URL_OVERRIDE).toBe(true);
+    expect(() => loadConfig({ PAYMENT_PROVIDER_BASE_URL_OVERRIDE: 'yes' })).toThrow(/PAYMENT_PROVIDER_BASE_URL_OVERRIDE/);
   });
 
   it('reads given values, coercing the numbers', () => {
