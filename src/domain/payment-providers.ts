@@ -4,3 +4,7 @@
  */
 export const providerCodes = ['provider_a', 'provider_b', 'provider_c', 'provider_d', 'manual'] as const;
 export type ProviderCode = (typeof providerCodes)[number];
+
+export function isProviderCode(value: string): value is ProviderCode {
+  return (providerCodes as readonly string[]).includes(value);
+}

@@ -3,7 +3,7 @@
 import type { Db } from '../db';
 import type { IntegrationDoc } from '../db/models/integration';
 import { Validation, type FieldError } from '../errors';
-import { providerCodes, type ProviderCode, type ProviderContext } from './providers/types';
+import { isProviderCode, type ProviderCode, type ProviderContext } from './providers/types';
 import type { SecretBox } from './secrets';
 
 interface SettingRule {
@@ -65,9 +65,7 @@ export const providerSettings: Record<ProviderCode, Record<string, SettingRule>>
 /** Integrations of the other types have no behaviour yet: settings whose names look secret are sealed all the same. */
 const SECRET_LOOKING = /key|secret|token|password/i;
 
-export function isPaymentProvider(providerType: string): providerType is ProviderCode {
-  return (providerCodes as readonly string[]).includes(providerType);
-}
+export const isPaymentProvider = isProviderCode;
 
 export interface SettingsPolicy {
   /** PAYMENT_PROVIDER_BASE_URL_OVERRIDE */

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { BadRequest, NotFound } from '../../errors';
 import { runPaymentUpdate } from '../../payments/checkout';
 import { receiveNotification } from '../../payments/notifications';
-import { providerCodes, type ProviderCode } from '../../payments/providers/types';
+import { isProviderCode, type ProviderCode } from '../../payments/providers/types';
 import { completeRedirectUpdate } from '../../../workflows/payment.messages';
 import { errorBody } from '../http';
 
@@ -13,8 +13,8 @@ const notificationAnswer = z.object({ status: z.enum(['processed', 'duplicate', 
 const providerParams = z.object({ provider: z.string().max(50), organization_id: z.string().max(255).optional() });
 
 function providerOf(value: string): ProviderCode {
-  if (!(providerCodes as readonly string[]).includes(value)) throw new NotFound(`Unknown payment provider "${value}"`);
-  return value as ProviderCode;
+  if (!isProviderCode(value)) throw new NotFound(`Unknown payment provider "${value}"`);
+  return value;
 }
 
 export const paymentWebhookRoutes: FastifyPluginAsyncZod = async (app) => {

@@ -10,11 +10,7 @@
  */
 import type { ProviderCode } from '../../domain/payment-providers';
 
-export { providerCodes, type ProviderCode } from '../../domain/payment-providers';
-
-export function isProviderCode(value: string): value is ProviderCode {
-  return (['provider_a', 'provider_b', 'provider_c', 'provider_d', 'manual'] as readonly string[]).includes(value);
-}
+export { isProviderCode, providerCodes, type ProviderCode } from '../../domain/payment-providers';
 
 /** The integration of one organization for one provider, as an adapter sees it. */
 export interface ProviderContext {
