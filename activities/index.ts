@@ -22,6 +22,8 @@ export interface ActivityDeps {
   webhookAttemptTimeoutMs?: number;
   /** SECRETS_KEY: opens the integrations' secrets to call the providers. */
   secretsKey?: string;
+  /** The service's public address (publicUrlOf): where providers send customers back after a payment request's checkout. */
+  publicUrl?: string;
 }
 
 /** Every activity the worker registers, built from its dependencies (style.md). */
@@ -34,7 +36,12 @@ export function createActivities(deps: ActivityDeps) {
     ...createTestClockActivities({ db: deps.db, temporal: deps.temporal }),
     ...createReconcilerActivities({ db: deps.db, temporal: deps.temporal }),
     ...createIdempotencyKeyActivities({ db: deps.db }),
-    ...createPaymentRequestActivities({ db: deps.db, models: deps.db.models, temporal: deps.temporal }),
+    ...createPaymentRequestActivities({
+      db: deps.db,
+      models: deps.db.models,
+      temporal: deps.temporal,
+      publicUrl: deps.publicUrl ?? 'http://127.0.0.1:3000',
+    }),
     ...createDunningActivities({ db: deps.db, models: deps.db.models, temporal: deps.temporal }),
     ...createPaymentActivities({ db: deps.db, models: deps.db.models, temporal: deps.temporal, secrets: createSecretBox(deps.secretsKey) }),
     ...createWebhookActivities({

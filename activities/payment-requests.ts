@@ -3,15 +3,15 @@ import {
   anythingLeft,
   finishRequest,
   startAttempt,
+  type AttemptDeps,
   type AttemptResult,
-  type PaymentRequestDeps,
 } from '../src/payments/payment-requests';
 
 /**
  * The paymentRequestWorkflow's steps (src/payments/payment-requests.ts); each receives the instant
  * it acts for from the workflow, so a retried step records the same instants.
  */
-export function createPaymentRequestActivities(deps: PaymentRequestDeps) {
+export function createPaymentRequestActivities(deps: AttemptDeps) {
   return {
     async startPaymentRequestAttemptActivity(requestId: string, attempt: number, at: string): Promise<AttemptResult> {
       return startAttempt(deps, requestId, attempt, new Date(at));

@@ -80,6 +80,12 @@ export function secretsKeyBytes(text: string): Buffer | null {
   return bytes.length === 32 ? bytes : null;
 }
 
+/** The service's public address (PUBLIC_URL, else where the API listens), without a trailing slash: links and providers' return addresses. */
+export function publicUrlOf(config: Partial<Pick<Config, 'PUBLIC_URL' | 'HOST' | 'PORT'>>): string {
+  const host = config.HOST && config.HOST !== '0.0.0.0' ? config.HOST : '127.0.0.1';
+  return (config.PUBLIC_URL ?? `http://${host}:${config.PORT ?? 3000}`).replace(/\/$/, '');
+}
+
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
 }

@@ -1,7 +1,7 @@
 // The worker process: node dist/src/worker.js (any number of instances). Registers every workflow
 // (workflows/index.ts) and every activity (activities/index.ts) on the billing task queue.
 import { createActivities } from '../activities';
-import { ConfigError, loadConfig } from './config';
+import { ConfigError, loadConfig, publicUrlOf } from './config';
 import { connectDb } from './db';
 import { connectTemporal } from './temporal/client';
 import { ensureIdempotencyKeySweepSchedule, ensureReconcilerSchedule } from './temporal/schedules';
@@ -21,7 +21,7 @@ async function main(): Promise<void> {
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
-    activities: createActivities({ db, temporal, secretsKey: config.SECRETS_KEY }),
+    activities: createActivities({ db, temporal, secretsKey: config.SECRETS_KEY, publicUrl: publicUrlOf(config) }),
   });
   // The reconciler's schedule (idempotent). Its absence only delays repairs: log and run anyway.
   await ensureReconcilerSchedule(temporal.client, config.TEMPORAL_TASK_QUEUE).catch((err: unknown) => {

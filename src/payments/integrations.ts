@@ -40,24 +40,31 @@ const httpUrl = (value: string) => {
 
 /** Every payment provider's settings, as the contract names them. */
 export const providerSettings: Record<ProviderCode, Record<string, SettingRule>> = {
-  provider_a: { api_key: { required: true, secret: true }, webhook_secret: { required: true, secret: true } },
+  provider_a: {
+    api_key: { required: true, secret: true },
+    webhook_secret: { required: true, secret: true },
+    success_redirect_url: { check: httpUrl },
+  },
   provider_b: {
     api_key: { required: true, secret: true },
     merchant_account: { required: true },
     hmac_key: { required: true, secret: true, check: hex },
     environment: { values: ['test', 'live'] },
     live_url_prefix: {},
+    success_redirect_url: { check: httpUrl },
   },
   provider_c: {
     access_token: { required: true, secret: true },
     webhook_secret: { required: true, secret: true },
     environment: { values: ['sandbox', 'live'] },
+    success_redirect_url: { check: httpUrl },
   },
   provider_d: {
     base_url: { required: true, check: httpUrl, addressOverride: true },
     api_key: { required: true, secret: true },
     webhook_secret: { required: true, secret: true },
     merchant_id: {},
+    success_redirect_url: { check: httpUrl },
   },
   manual: { webhook_secret: { required: true, secret: true } },
 };

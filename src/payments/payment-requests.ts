@@ -29,6 +29,11 @@ export interface PaymentRequestDeps extends EmitDeps {
   temporal: TemporalClient;
 }
 
+/** What an attempt needs besides: the service's public address, where providers send the customer back. */
+export interface AttemptDeps extends PaymentRequestDeps {
+  publicUrl: string;
+}
+
 /** An invoice a request may hold: finalized, unpaid, with something left to pay. */
 export interface OpenInvoice {
   invoice: InvoiceDoc;
@@ -124,7 +129,7 @@ export interface AttemptResult {
  * one payment of what they leave to pay with the customer's provider, through the payment's
  * workflow (update-with-start, as the API's checkout); payment_request.created after the first.
  */
-export async function startAttempt(deps: PaymentRequestDeps, requestId: string, attempt: number, at: Date): Promise<AttemptResult> {
+export async function startAttempt(deps: AttemptDeps, requestId: string, attempt: number, at: Date): Promise<AttemptResult> {
   const { Customer, Payment, PaymentRequest } = deps.db.models;
   const request = await load(deps.db, requestId);
   if (request.status !== 'pending') return { done: request.status === 'succeeded', paymentId: null, paymentStatus: null };
@@ -143,11 +148,15 @@ export async function startAttempt(deps: PaymentRequestDeps, requestId: string, 
       $set: { payment_attempts: Math.max(request.payment_attempts, attempt), amount_cents: toDecimal128(amount), next_attempt_at: null },
     },
   );
-  if (!provider || !(await activeProviderIntegration(deps.db, request.organization_id, provider))) {
+  const integration = provider ? await activeProviderIntegration(deps.db, request.organization_id, provider) : null;
+  if (!provider || !integration) {
     // Nothing to attempt with: the attempt fails (the next one may find a provider configured).
     return { done: false, paymentId: null, paymentStatus: 'failed' };
   }
   const savedMethod = customer?.payment_method_id && adapterFor(provider).chargeSavedMethod ? customer.payment_method_id : null;
+  // Nobody gave this checkout a page to return to: the integration's success_redirect_url, else the service's own page.
+  const base = `${deps.publicUrl.replace(/\/$/, '')}/v1/payments/${paymentId}`;
+  const landing = integration.settings?.success_redirect_url ?? `${base}/done`;
   try {
     await Payment.create({
       _id: paymentId,
@@ -160,6 +169,9 @@ export async function startAttempt(deps: PaymentRequestDeps, requestId: string, 
       status: 'pending',
       provider,
       saved_method_id: savedMethod,
+      success_url: landing,
+      cancel_url: landing,
+      return_url: `${base}/return`,
       // A request's payment is its own: it does not take the invoice's open-checkout slot.
       open_slot: paymentId,
     });

@@ -17,14 +17,16 @@ import { startStackWorker, type StackWorker } from '../support/worker';
 let stack: TestStack;
 let worker: StackWorker;
 let webhookUrl: string;
+let publicUrl: string;
 let stripe: FakeStripe;
 const SECRET = 'manual_secret_for_requests';
 
 beforeAll(async () => {
   stack = await createTestStack();
   await stack.app.listen({ host: '127.0.0.1', port: 0 });
-  webhookUrl = `http://127.0.0.1:${(stack.app.server.address() as AddressInfo).port}/v1/payments/webhook/manual`;
-  [worker, stripe] = await Promise.all([startStackWorker(stack), startFakeStripe()]);
+  publicUrl = `http://127.0.0.1:${(stack.app.server.address() as AddressInfo).port}`;
+  webhookUrl = `${publicUrl}/v1/payments/webhook/manual`;
+  [worker, stripe] = await Promise.all([startStackWorker(stack, { publicUrl }), startFakeStripe()]);
 }, 120_000);
 
 afterAll(async () => {
@@ -225,5 +227,80 @@ describe('payment requests', () => {
     expect(payment.status).toBe('failed');
     expect(payment.failure_reason).toBe('Your card was declined.');
     expect(ok<InvoiceResource>(await call(org, 'GET', `/v1/invoices/${unpaid.id}`)).status).toBe('finalized');
+  });
+
+  it('without a saved method a Stripe checkout: its URL on the request and in payment_request.created, the customer sent back to a landing page', async () => {
+    const org = await createOrganization(stack.app, { name: `Checkout ${randomUUID().slice(0, 6)}`, timezone: 'UTC' });
+    const integration = ok<{ id: string }>(
+      await call(org, 'POST', '/v1/integrations', {
+        integration_type: 'payment_provider',
+        provider_type: 'provider_a',
+        settings: { api_key: 'sk_test_request', webhook_secret: 'whsec_request', api_base_url: stripe.url },
+      }),
+      201,
+    );
+    const customer = ok<CustomerResource>(
+      await call(org, 'POST', '/v1/customers', { external_id: `cus_${randomUUID()}`, currency: 'USD', payment_provider: 'provider_a' }),
+      201,
+    );
+    const invoiceOf = async (cents: number) => {
+      const draft = ok<InvoiceResource>(
+        await call(org, 'POST', '/v1/invoices/one_off', {
+          customer_id: customer.id,
+          line_items: [{ description: 'x', unit_price: String(cents) }],
+        }),
+        201,
+      );
+      return draft.status === 'finalized' ? draft : ok<InvoiceResource>(await call(org, 'POST', `/v1/invoices/${draft.id}/finalize`));
+    };
+    const sessionOf = (paymentId: string) => [...stripe.sessions.values()].find((s) => s.metadata?.payment_id === paymentId);
+
+    // No success_redirect_url on the integration: the service's own landing page.
+    const first = ok<PaymentRequestResource>(
+      await call(org, 'POST', '/v1/payment_requests', { customer_id: customer.id, invoice_ids: [(await invoiceOf(1300)).id] }),
+      201,
+    );
+    const attempted = await waitForRequest(org, first.id, (r) => r.checkout_url !== null, 'the checkout');
+    const paymentId = attempted.payment_ids[0]!;
+    const session = sessionOf(paymentId)!;
+    expect(attempted.checkout_url).toBe(session.url);
+    expect([session.amount_total, session.success_url, session.cancel_url]).toEqual([
+      1300,
+      `${publicUrl}/v1/payments/${paymentId}/done`,
+      `${publicUrl}/v1/payments/${paymentId}/done`,
+    ]);
+    const created = await stack.db.models.LifecycleEvent.findOne({ organization_id: org.id, type: 'payment_request.created' }).lean();
+    expect((created!.object as { checkout_url: string }).checkout_url).toBe(session.url);
+
+    const landing = await fetch(session.success_url);
+    expect([landing.status, landing.headers.get('content-type')]).toEqual([200, 'text/html; charset=utf-8']);
+    expect(await landing.text()).toContain('Your payment is being processed');
+    const completed = stripe.complete(session.id);
+    expect(
+      (
+        await stripe.notify(
+          `${publicUrl}/v1/payments/webhook/provider_a`,
+          'whsec_request',
+          stripe.event('checkout.session.completed', completed),
+        )
+      ).status,
+    ).toBe(200);
+    await waitForRequest(org, first.id, (r) => r.status === 'succeeded', 'the paid checkout to pay the request');
+    expect(await (await fetch(session.success_url)).text()).toContain('Your payment was received');
+    expect((await fetch(`${publicUrl}/v1/payments/${randomUUID()}/done`)).status).toBe(404);
+
+    // The integration's success_redirect_url, when set, is where the customer goes back.
+    ok(await call(org, 'PUT', `/v1/integrations/${integration.id}`, { settings: { success_redirect_url: 'https://shop.example/thanks' } }));
+    const second = ok<PaymentRequestResource>(
+      await call(org, 'POST', '/v1/payment_requests', { customer_id: customer.id, invoice_ids: [(await invoiceOf(700)).id] }),
+      201,
+    );
+    const redirected = await waitForRequest(org, second.id, (r) => r.checkout_url !== null, 'the second checkout');
+    expect(sessionOf(redirected.payment_ids[0]!)!.success_url).toBe('https://shop.example/thanks');
+    expectError(
+      await call(org, 'PUT', `/v1/integrations/${integration.id}`, { settings: { success_redirect_url: 'ftp://shop.example' } }),
+      422,
+      'validation_error',
+    );
   });
 });

@@ -12,13 +12,19 @@ export interface StackWorker {
   stop(): Promise<void>;
 }
 
-export async function startStackWorker(stack: TestStack): Promise<StackWorker> {
+/** `publicUrl`: the address the stack's API listens on, where providers send customers back (default: http://127.0.0.1:3000). */
+export async function startStackWorker(stack: TestStack, options: { publicUrl?: string } = {}): Promise<StackWorker> {
   const [connection, bundle] = await Promise.all([NativeConnection.connect({ address: inject('temporalAddress') }), bundleWorkflows()]);
   const worker = await Worker.create({
     connection,
     taskQueue: stack.taskQueue,
     workflowBundle: bundle,
-    activities: createActivities({ db: stack.db, temporal: stack.temporal, secretsKey: TEST_SECRETS_KEY }),
+    activities: createActivities({
+      db: stack.db,
+      temporal: stack.temporal,
+      secretsKey: TEST_SECRETS_KEY,
+      ...(options.publicUrl ? { publicUrl: options.publicUrl } : {}),
+    }),
   });
   let release: () => void = () => undefined;
   const stopped = new Promise<void>((resolve) => {

@@ -1,5 +1,6 @@
 // The payment routes the providers and the customers' browsers call, with no API key: provider
-// notifications (verified by the provider's signature over the raw bytes) and provider_c's return.
+// notifications (verified by the provider's signature over the raw bytes), provider_c's return and
+// the landing page of payment requests' checkouts.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { BadRequest, NotFound } from '../../errors';
@@ -80,4 +81,36 @@ export const paymentWebhookRoutes: FastifyPluginAsyncZod = async (app) => {
       return reply.redirect(target ?? '/', 302);
     },
   );
+
+  app.get(
+    '/payments/:id/done',
+    {
+      schema: {
+        tags,
+        summary:
+          "Where a payment request's checkout returns the customer when its integration has no success_redirect_url: a page saying where the payment stands",
+        params: z.object({ id: z.uuid() }),
+        response: { 200: z.string().describe('text/html'), 404: errorBody },
+      },
+    },
+    async (request, reply) => {
+      const payment = await db.models.Payment.findOne({ _id: request.params.id, deleted_at: null }, { status: 1 }).lean();
+      if (!payment) throw new NotFound('Payment not found');
+      // The provider's notification may still be on its way: pending is not a failure yet.
+      const sentence = landingSentences[payment.status] ?? landingSentences.pending!;
+      return reply
+        .type('text/html; charset=utf-8')
+        .send(`<!doctype html><html lang="en"><meta charset="utf-8"><title>Payment</title><p>${sentence}</p></html>`);
+    },
+  );
+};
+
+/** What the customer reads on the landing page, by payment status. */
+const landingSentences: Record<string, string> = {
+  pending: 'Thank you. Your payment is being processed; you may close this page.',
+  processing: 'Thank you. Your payment is being processed; you may close this page.',
+  succeeded: 'Thank you. Your payment was received; you may close this page.',
+  failed: 'Your payment did not go through. You will receive another request to pay.',
+  canceled: 'This payment was canceled. You will receive another request to pay.',
+  refunded: 'This payment was refunded.',
 };

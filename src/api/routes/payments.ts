@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { publicUrlOf } from '../../config';
 import { Validation } from '../../errors';
 import { checkPaidAt, findPayment, openCheckout, runPaymentUpdate } from '../../payments/checkout';
 import { providerCodes } from '../../payments/providers/types';
@@ -46,8 +47,7 @@ export const paymentRoutes: FastifyPluginAsyncZod = async (app) => {
   const { Payment } = db.models;
   const tags = ['payments'];
   // Where customers come back from a redirect flow: PUBLIC_URL, else the address the API listens on.
-  const { PUBLIC_URL, HOST, PORT } = app.deps.config;
-  const publicUrl = PUBLIC_URL ?? `http://${HOST && HOST !== '0.0.0.0' ? HOST : '127.0.0.1'}:${PORT ?? 3000}`;
+  const publicUrl = publicUrlOf(app.deps.config);
 
   app.post(
     '/payments/checkout',
