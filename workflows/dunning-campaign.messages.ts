@@ -20,6 +20,8 @@ export interface DunningCampaignWorkflowInput {
   organizationId: string;
   /** Customers and currencies whose overdue invoices wait to be looked at (carried through continue-as-new). */
   pending?: OverdueNotice[];
+  /** Continue as new after this many checks even when Temporal does not suggest it yet (tests; unset in production). */
+  maxChecksPerRun?: number;
 }
 
 export interface OverdueNotice {
@@ -30,6 +32,9 @@ export interface OverdueNotice {
 
 /** An invoice of a customer the campaign governs became overdue (sent by the invoice's overdue step). */
 export const invoiceOverdueSignal = defineSignal<[OverdueNotice]>('invoiceOverdue');
+
+/** The campaign was deleted: its workflow ends (the requests it created go on in their own workflows). */
+export const campaignDeletedSignal = defineSignal('campaignDeleted');
 
 /** Tells the campaign's workflow of an overdue invoice, starting it when it is not running. */
 export function signalInvoiceOverdue(

@@ -6,11 +6,17 @@
  * each, the customer's overdue unpaid invoices of that currency that no open request holds are
  * totalled; at the campaign's threshold for the currency a payment request is created (its own
  * workflow makes the attempts). No timers: the campaign only reacts. Its history stays short with
- * continue-as-new; it ends once the campaign is deleted.
+ * continue-as-new; it ends once the campaign is deleted (signal campaignDeleted, or a check that
+ * finds it deleted).
  */
 import { continueAsNew, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { invoiceOverdueSignal, type DunningCampaignWorkflowInput, type OverdueNotice } from './dunning-campaign.messages';
+import {
+  campaignDeletedSignal,
+  invoiceOverdueSignal,
+  type DunningCampaignWorkflowInput,
+  type OverdueNotice,
+} from './dunning-campaign.messages';
 import { nowIso, waitFor } from './wait';
 
 const acts = proxyActivities<Activities>({
@@ -25,13 +31,21 @@ export async function dunningCampaignWorkflow(input: DunningCampaignWorkflowInpu
     if (!pending.some((p) => p.customerId === notice.customerId && p.currency === notice.currency)) pending.push(notice);
   });
 
+  let deleted = false;
+  setHandler(campaignDeletedSignal, () => {
+    deleted = true;
+  });
+
+  let checks = 0;
   for (;;) {
-    await waitFor(() => pending.length > 0);
+    await waitFor(() => pending.length > 0 || deleted);
+    if (deleted) return { ended: 'deleted' };
     // Off the queue before the check: a notice arriving during it asks for another look.
     const notice = pending.shift()!;
     const { campaignDeleted } = await acts.checkDunningActivity(input.campaignId, notice.customerId, notice.currency, nowIso());
     if (campaignDeleted) return { ended: 'deleted' };
-    if (workflowInfo().continueAsNewSuggested) {
+    checks += 1;
+    if (workflowInfo().continueAsNewSuggested || (input.maxChecksPerRun !== undefined && checks >= input.maxChecksPerRun)) {
       await continueAsNew<typeof dunningCampaignWorkflow>({ ...input, pending });
     }
   }

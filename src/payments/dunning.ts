@@ -2,6 +2,7 @@
 // campaign governs a customer, telling it of an overdue invoice, and its check: the customer's
 // overdue unpaid invoices of a currency that no open request holds, totalled against the
 // campaign's threshold, become a payment request.
+import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Db } from '../db';
 import type { CustomerDoc } from '../db/models/customer';
 import type { InvoiceDoc } from '../db/models/invoice';
@@ -9,7 +10,7 @@ import { fromDecimal128 } from '../db/decimal';
 import { dec, sum } from '../domain/money';
 import type { TemporalClient } from '../temporal/client';
 import { workflowIds } from '../temporal/workflow-ids';
-import { signalInvoiceOverdue } from '../../workflows/dunning-campaign.messages';
+import { campaignDeletedSignal, signalInvoiceOverdue } from '../../workflows/dunning-campaign.messages';
 import { requestInvoicesChangedSignal } from '../../workflows/payment-request.messages';
 import { createPaymentRequest, openInvoices, type PaymentRequestDeps } from './payment-requests';
 
@@ -52,6 +53,16 @@ export async function notifyInvoiceLeft(db: Db, temporal: TemporalClient, invoic
       .signal(requestInvoicesChangedSignal)
       .catch(() => undefined);
   }
+}
+
+/** Ends a deleted campaign's workflow when it runs (a campaign that never chased anyone has none). */
+export async function signalCampaignDeleted(temporal: TemporalClient, campaignId: string): Promise<void> {
+  await temporal.client.workflow
+    .getHandle(workflowIds.dunningCampaign(campaignId))
+    .signal(campaignDeletedSignal)
+    .catch((err: unknown) => {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+    });
 }
 
 /**

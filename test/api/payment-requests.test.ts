@@ -9,6 +9,7 @@ import type { InvoiceResource } from '../../src/resources/invoice';
 import type { PaymentResource } from '../../src/resources/payment';
 import type { PaymentRequestResource } from '../../src/resources/payment-request';
 import { eventually, expectError, injectAs, ok, type Method } from '../support/http';
+import { finalizedOneOff, manualCustomerWithInvoices } from '../support/payment-fixtures';
 import { notifyManual } from '../support/providers/manual-notifier';
 import { startFakeStripe, type FakeStripe } from '../support/providers/fake-stripe';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
@@ -37,33 +38,7 @@ afterAll(async () => {
 
 const call = (org: TestOrganization, method: Method, url: string, payload?: unknown) => injectAs(stack.app, org, method, url, payload);
 
-async function setup(): Promise<{ org: TestOrganization; customer: CustomerResource; invoices: InvoiceResource[] }> {
-  const org = await createOrganization(stack.app, { name: `Requests ${randomUUID().slice(0, 6)}`, timezone: 'UTC' });
-  ok(
-    await call(org, 'POST', '/v1/integrations', {
-      integration_type: 'payment_provider',
-      provider_type: 'manual',
-      settings: { webhook_secret: SECRET },
-    }),
-    201,
-  );
-  const customer = ok<CustomerResource>(
-    await call(org, 'POST', '/v1/customers', { external_id: `cus_${randomUUID()}`, currency: 'USD', payment_provider: 'manual' }),
-    201,
-  );
-  const invoices: InvoiceResource[] = [];
-  for (const cents of [1000, 500]) {
-    const draft = ok<InvoiceResource>(
-      await call(org, 'POST', '/v1/invoices/one_off', {
-        customer_id: customer.id,
-        line_items: [{ description: 'x', unit_price: String(cents) }],
-      }),
-      201,
-    );
-    invoices.push(draft.status === 'finalized' ? draft : ok<InvoiceResource>(await call(org, 'POST', `/v1/invoices/${draft.id}/finalize`)));
-  }
-  return { org, customer, invoices };
-}
+const setup = () => manualCustomerWithInvoices(stack.app, SECRET, [1000, 500]);
 
 async function waitForRequest(org: TestOrganization, id: string, ready: (r: PaymentRequestResource) => boolean, what: string) {
   return eventually(
@@ -189,16 +164,7 @@ describe('payment requests', () => {
         }),
         201,
       );
-    const invoiceFor = async (customerId: string, cents: number) => {
-      const draft = ok<InvoiceResource>(
-        await call(org, 'POST', '/v1/invoices/one_off', {
-          customer_id: customerId,
-          line_items: [{ description: 'x', unit_price: String(cents) }],
-        }),
-        201,
-      );
-      return draft.status === 'finalized' ? draft : ok<InvoiceResource>(await call(org, 'POST', `/v1/invoices/${draft.id}/finalize`));
-    };
+    const invoiceFor = (customerId: string, cents: number) => finalizedOneOff(stack.app, org, customerId, cents);
 
     const good = await customerFor('pm_card_good');
     const paidInvoice = await invoiceFor(good.id, 2100);
@@ -243,16 +209,7 @@ describe('payment requests', () => {
       await call(org, 'POST', '/v1/customers', { external_id: `cus_${randomUUID()}`, currency: 'USD', payment_provider: 'provider_a' }),
       201,
     );
-    const invoiceOf = async (cents: number) => {
-      const draft = ok<InvoiceResource>(
-        await call(org, 'POST', '/v1/invoices/one_off', {
-          customer_id: customer.id,
-          line_items: [{ description: 'x', unit_price: String(cents) }],
-        }),
-        201,
-      );
-      return draft.status === 'finalized' ? draft : ok<InvoiceResource>(await call(org, 'POST', `/v1/invoices/${draft.id}/finalize`));
-    };
+    const invoiceOf = (cents: number) => finalizedOneOff(stack.app, org, customer.id, cents);
     const sessionOf = (paymentId: string) => [...stripe.sessions.values()].find((s) => s.metadata?.payment_id === paymentId);
 
     // No success_redirect_url on the integration: the service's own landing page.

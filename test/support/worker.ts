@@ -2,7 +2,7 @@
 // queue with the real activities.
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { inject } from 'vitest';
-import { createActivities } from '../../activities';
+import { createActivities, type Activities } from '../../activities';
 import { TEST_SECRETS_KEY, type TestStack } from './stack';
 import { bundleWorkflows } from './temporal';
 
@@ -12,19 +12,26 @@ export interface StackWorker {
   stop(): Promise<void>;
 }
 
-/** `publicUrl`: the address the stack's API listens on, where providers send customers back (default: http://127.0.0.1:3000). */
-export async function startStackWorker(stack: TestStack, options: { publicUrl?: string } = {}): Promise<StackWorker> {
+export interface StackWorkerOptions {
+  /** The address the stack's API listens on, where providers send customers back (default: http://127.0.0.1:3000). */
+  publicUrl?: string;
+  /** Replaces some of the real activities (a step that dies after its write, as a killed worker would). */
+  wrap?: (real: Activities) => Partial<Activities>;
+}
+
+export async function startStackWorker(stack: TestStack, options: StackWorkerOptions = {}): Promise<StackWorker> {
   const [connection, bundle] = await Promise.all([NativeConnection.connect({ address: inject('temporalAddress') }), bundleWorkflows()]);
+  const real = createActivities({
+    db: stack.db,
+    temporal: stack.temporal,
+    secretsKey: TEST_SECRETS_KEY,
+    ...(options.publicUrl ? { publicUrl: options.publicUrl } : {}),
+  });
   const worker = await Worker.create({
     connection,
     taskQueue: stack.taskQueue,
     workflowBundle: bundle,
-    activities: createActivities({
-      db: stack.db,
-      temporal: stack.temporal,
-      secretsKey: TEST_SECRETS_KEY,
-      ...(options.publicUrl ? { publicUrl: options.publicUrl } : {}),
-    }),
+    activities: { ...real, ...options.wrap?.(real) },
   });
   let release: () => void = () => undefined;
   const stopped = new Promise<void>((resolve) => {

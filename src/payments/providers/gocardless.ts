@@ -60,6 +60,9 @@ const paymentOutcomes: Record<string, NotificationOutcome> = {
   submitted: 'processing',
 };
 
+/** Refund statuses whose money did not reach (or came back from) the customer: not part of the refunded total. */
+const unsuccessfulRefundStatuses = new Set<string>(['cancelled', 'bounced', 'funds_returned']);
+
 const refundOutcomes: Record<string, NotificationOutcome> = { paid: 'refunded', refund_settled: 'refunded' };
 
 export const gocardlessAdapter: PaymentProviderAdapter = {
@@ -119,6 +122,7 @@ export const gocardlessAdapter: PaymentProviderAdapter = {
   async chargeSavedMethod(ctx: ProviderContext, charge: SavedMethodCharge): Promise<SavedMethodChargeResult> {
     const currency = supportedCurrency(charge.currency);
     const client = clientFor(ctx);
+    const mandate = charge.paymentMethodId;
     let paymentId: string | undefined;
     try {
       // A retry reaches GoCardless with the same idempotency key, which answers the payment created the first time.
@@ -126,7 +130,7 @@ export const gocardlessAdapter: PaymentProviderAdapter = {
         {
           amount: charge.amountMinor,
           currency,
-          links: { mandate: charge.paymentMethodId },
+          links: { mandate },
           description: charge.description,
           metadata: { payment_id: charge.paymentId },
         },
@@ -136,9 +140,15 @@ export const gocardlessAdapter: PaymentProviderAdapter = {
     } catch (error) {
       // A mandate cancelled, failed or expired is the customer's answer, as a card decline is: a
       // failed attempt for the dunning policy to count, not a broken call. GoCardless creates no
-      // payment then, so there is no id to give (the interface asks for a string: empty).
+      // payment then: there is no provider id to record.
       const inactive = inactiveMandate(error);
-      if (inactive) return { providerPaymentId: '', outcome: 'failed', failureReason: inactive };
+      if (inactive !== null) {
+        return {
+          providerPaymentId: null,
+          outcome: 'failed',
+          failureReason: `GoCardless mandate ${mandate} can no longer be collected on: ${inactive}`,
+        };
+      }
       throw refusalOf(error, 'payment creation');
     }
     if (!paymentId) throw new ProviderRefused('GoCardless answered a payment without id');
@@ -151,12 +161,18 @@ export const gocardlessAdapter: PaymentProviderAdapter = {
       throw new ProviderRefused('No GoCardless payment to refund: the redirect flow was never completed');
     }
     const payment = request.providerPaymentId;
+    const client = clientFor(ctx);
+    // GoCardless asks for the payment's refunded total after this refund, as a guard against
+    // duplicates; the request carries only this refund's amount, so the earlier ones are read back.
+    const refundedBefore = await refusedWhenPermanent('refund lookup', () => refundedOn(client, payment));
+    // A retry with the same idempotency key finds its own first refund among the earlier ones, so its
+    // total differs; GoCardless still answers 409 idempotent_creation_conflict for the key, and the
+    // SDK then fetches the refund named in links.conflicting_resource_id: one refund, answered again.
     const refund = await refusedWhenPermanent('refund', () =>
-      clientFor(ctx).refunds.create(
+      client.refunds.create(
         {
           amount: request.amountMinor,
-          // GoCardless asks for the payment's refunded total after this refund, as a guard against duplicates.
-          total_amount_confirmation: request.amountMinor,
+          total_amount_confirmation: refundedBefore + request.amountMinor,
           links: { payment },
           metadata: { payment_id: request.paymentId },
         },
@@ -243,6 +259,15 @@ async function completeFlow(client: GoCardlessClient, completion: RedirectComple
 
 function isAlreadyCompleted(error: unknown): boolean {
   return error instanceof InvalidStateError && (error.errors ?? []).some((detail) => detail.reason === 'redirect_flow_already_completed');
+}
+
+/** The amount already refunded on a payment (minor units): its refunds (GET /refunds?payment=, every page) that still stand. */
+async function refundedOn(client: GoCardlessClient, payment: string): Promise<number> {
+  let total = 0;
+  for await (const refund of client.refunds.all({ payment })) {
+    if (!unsuccessfulRefundStatuses.has(refund.status ?? '')) total += refund.amount ?? 0;
+  }
+  return total;
 }
 
 /** GoCardless's message when it refuses a payment because the mandate can no longer be collected on. */

@@ -151,7 +151,8 @@ export interface SavedMethodCharge {
 }
 
 export interface SavedMethodChargeResult {
-  providerPaymentId: string;
+  /** Null when the provider refused before creating anything (a GoCardless mandate no longer active). */
+  providerPaymentId: string | null;
   /** What the provider answered at once; the rest arrives by notification. */
   outcome: 'processing' | 'succeeded' | 'failed';
   failureReason: string | null;

@@ -223,7 +223,7 @@ describe('chargeSavedMethod', () => {
       metadata: { payment_id: charge.paymentId },
     });
     expect(result).toEqual({ providerPaymentId: expect.stringMatching(/^\d{16}$/), outcome: 'succeeded', failureReason: null });
-    expect(fake.payments.get(result.providerPaymentId)).toMatchObject({
+    expect(fake.payments.get(result.providerPaymentId!)).toMatchObject({
       resultCode: 'Authorised',
       sessionId: null,
       amount: { value: 4250, currency: 'EUR' },
@@ -250,14 +250,14 @@ describe('chargeSavedMethod', () => {
       outcome: 'failed',
       failureReason: 'Not enough balance',
     });
-    expect(fake.payments.get(result.providerPaymentId)?.resultCode).toBe('Refused');
+    expect(fake.payments.get(result.providerPaymentId!)?.resultCode).toBe('Refused');
   });
 
   it('keeps the payment, so its notification and refund find it by pspReference', async () => {
     const charge = storedMethodCharge();
     const { providerPaymentId: psp } = await chargeSavedMethod(ctx, charge);
 
-    const [notification] = verify(bodyOf([fake.item({ eventCode: 'AUTHORISATION', pspReference: psp }, HMAC_KEY)]));
+    const [notification] = verify(bodyOf([fake.item({ eventCode: 'AUTHORISATION', pspReference: psp! }, HMAC_KEY)]));
     expect(notification).toMatchObject({ outcome: 'succeeded', paymentId: charge.paymentId, providerPaymentId: psp });
 
     const refund = await adyenAdapter.refund(ctx, {

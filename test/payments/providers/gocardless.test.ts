@@ -7,6 +7,7 @@ import {
   type CheckoutRequest,
   type ProviderContext,
   type RawHeaders,
+  type RefundRequest,
   type SavedMethodCharge,
 } from '../../../src/payments/providers/types';
 import { startFakeGoCardless, type FakeGoCardless, type GoCardlessEvent } from '../../support/providers/fake-gocardless';
@@ -49,6 +50,20 @@ function checkoutRequest(overrides: Partial<CheckoutRequest> = {}): CheckoutRequ
     now,
     ...overrides,
   };
+}
+
+/** A request straight to the fake, to read the answer GoCardless's API would give (not through the SDK). */
+async function postToFake(path: string, body: unknown, idempotencyKey?: string): Promise<{ status: number; body: unknown }> {
+  const response = await fetch(`${fake.url}${path}`, {
+    method: 'POST',
+    headers: {
+      authorization: 'Bearer sandbox_token_1',
+      'content-type': 'application/json',
+      ...(idempotencyKey ? { 'idempotency-key': idempotencyKey } : {}),
+    },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, body: await response.json() };
 }
 
 function lastRequest(method: string, path: string) {
@@ -285,7 +300,7 @@ describe('gocardless adapter: charging a saved mandate', () => {
         metadata: { payment_id: charge.paymentId },
       },
     });
-    expect(fake.payments.get(result.providerPaymentId)).toMatchObject({
+    expect(fake.payments.get(result.providerPaymentId!)).toMatchObject({
       amount: 4250,
       currency: 'GBP',
       status: 'pending_submission',
@@ -302,16 +317,45 @@ describe('gocardless adapter: charging a saved mandate', () => {
     expect([...fake.payments.values()].filter((p) => p.metadata.payment_id === charge.paymentId)).toHaveLength(1);
   });
 
-  it('answers a cancelled mandate as a failed charge with GoCardless’s reason, not a throw', async () => {
+  it.each(['cancelled', 'failed', 'expired'])(
+    'answers a %s mandate as a failed charge with a reason and the mandate’s id, never an empty id',
+    async (status) => {
+      const charge = await mandateCharge();
+      fake.setMandateStatus(charge.paymentMethodId, status);
+      const paymentsBefore = fake.payments.size;
+
+      const result = await chargeSavedMethod(ctx, charge);
+
+      expect(result).toEqual({
+        providerPaymentId: null,
+        outcome: 'failed',
+        failureReason: `GoCardless mandate ${charge.paymentMethodId} can no longer be collected on: Mandate is failed, cancelled or expired`,
+      });
+      expect(fake.payments.size).toBe(paymentsBefore);
+      expect(lastRequest('POST', '/payments').body).toMatchObject({ payments: { links: { mandate: charge.paymentMethodId } } });
+      // GoCardless created nothing under the key: a retried activity gets the same failed charge.
+      expect(await chargeSavedMethod(ctx, charge)).toEqual(result);
+      expect(fake.payments.size).toBe(paymentsBefore);
+    },
+  );
+
+  it('(fake) refuses a payment on an inactive mandate with GoCardless’s 422 error body', async () => {
     const charge = await mandateCharge();
     fake.cancelMandate(charge.paymentMethodId);
-    const paymentsBefore = fake.payments.size;
-
-    const result = await chargeSavedMethod(ctx, charge);
-
-    expect(result).toEqual({ providerPaymentId: '', outcome: 'failed', failureReason: 'Mandate is failed, cancelled or expired' });
-    expect(fake.payments.size).toBe(paymentsBefore);
-    expect(lastRequest('POST', '/payments').body).toMatchObject({ payments: { links: { mandate: charge.paymentMethodId } } });
+    const answer = await postToFake('/payments', {
+      payments: { amount: 100, currency: 'GBP', links: { mandate: charge.paymentMethodId } },
+    });
+    expect(answer).toMatchObject({
+      status: 422,
+      body: {
+        error: {
+          type: 'invalid_state',
+          code: 422,
+          message: 'Mandate is failed, cancelled or expired',
+          errors: [{ reason: 'mandate_is_inactive', message: 'Mandate is failed, cancelled or expired' }],
+        },
+      },
+    });
   });
 
   it('refuses for good an unknown mandate and an amount GoCardless rejects', async () => {
@@ -335,6 +379,20 @@ describe('gocardless adapter: charging a saved mandate', () => {
 });
 
 describe('gocardless adapter: refunds', () => {
+  /** A refund of `amountMinor` on a payment `completedPayment` made (1999 GBP). */
+  function refundOf(paid: Awaited<ReturnType<typeof completedPayment>>, amountMinor: number, idempotencyKey: string): RefundRequest {
+    return {
+      paymentId: paid.request.paymentId,
+      providerPaymentId: paid.result.providerPaymentId,
+      providerCheckoutId: null,
+      amountMinor,
+      currency: 'GBP',
+      idempotencyKey,
+    };
+  }
+
+  const refundsOf = (providerPaymentId: string) => [...fake.refunds.values()].filter((r) => r.links.payment === providerPaymentId);
+
   it('refunds the payment through the refunds API', async () => {
     const { request, result } = await completedPayment();
     const refund = await gocardlessAdapter.refund(ctx, {
@@ -348,6 +406,8 @@ describe('gocardless adapter: refunds', () => {
 
     expect(refund.providerRefundId).toMatch(/^RF/);
     expect(refund.status).toBe('created');
+    // The refunded total is read from GoCardless first: nothing yet.
+    expect(lastRequest('GET', '/refunds').query).toEqual({ payment: result.providerPaymentId });
     const sent = lastRequest('POST', '/refunds');
     expect(sent.headers['idempotency-key']).toBe(`refund-${request.paymentId}`);
     expect(sent.body).toEqual({
@@ -360,6 +420,86 @@ describe('gocardless adapter: refunds', () => {
     });
     expect(fake.refunds.get(refund.providerRefundId!)).toMatchObject({ amount: 500, currency: 'GBP' });
     expect(fake.payments.get(result.providerPaymentId)?.amount_refunded).toBe(500);
+  });
+
+  it('makes a second partial refund of a payment, confirming the refunded total including it', async () => {
+    const paid = await completedPayment();
+    const first = await gocardlessAdapter.refund(ctx, refundOf(paid, 500, `refund-1-${paid.request.paymentId}`));
+    expect(lastRequest('POST', '/refunds').body).toMatchObject({ refunds: { amount: 500, total_amount_confirmation: 500 } });
+
+    const second = await gocardlessAdapter.refund(ctx, refundOf(paid, 700, `refund-2-${paid.request.paymentId}`));
+
+    expect(lastRequest('POST', '/refunds').body).toMatchObject({ refunds: { amount: 700, total_amount_confirmation: 1200 } });
+    expect(second.providerRefundId).toMatch(/^RF/);
+    expect(second.providerRefundId).not.toBe(first.providerRefundId);
+    expect(refundsOf(paid.result.providerPaymentId).map((r) => r.amount)).toEqual([500, 700]);
+    expect(fake.payments.get(paid.result.providerPaymentId)?.amount_refunded).toBe(1200);
+
+    // What is left is all that can still be refunded.
+    await expect(gocardlessAdapter.refund(ctx, refundOf(paid, 800, `refund-3-${paid.request.paymentId}`))).rejects.toMatchObject({
+      name: 'ProviderRefused',
+      status: 422,
+      message: expect.stringContaining('available_refund_amount_insufficient'),
+    });
+    const last = await gocardlessAdapter.refund(ctx, refundOf(paid, 799, `refund-4-${paid.request.paymentId}`));
+    expect(last.providerRefundId).toMatch(/^RF/);
+    expect(lastRequest('POST', '/refunds').body).toMatchObject({ refunds: { amount: 799, total_amount_confirmation: 1999 } });
+  });
+
+  it('leaves an earlier refund that did not stand out of the refunded total', async () => {
+    const paid = await completedPayment();
+    const first = await gocardlessAdapter.refund(ctx, refundOf(paid, 500, `refund-1-${paid.request.paymentId}`));
+    fake.refunds.get(first.providerRefundId!)!.status = 'cancelled';
+
+    await gocardlessAdapter.refund(ctx, refundOf(paid, 700, `refund-2-${paid.request.paymentId}`));
+
+    expect(lastRequest('POST', '/refunds').body).toMatchObject({ refunds: { amount: 700, total_amount_confirmation: 700 } });
+  });
+
+  it.each([
+    ['a partial refund', 500],
+    ['a full refund', 1999],
+  ])('answers the first refund to a retry of %s with the same idempotency key: one refund', async (_, amount) => {
+    const paid = await completedPayment();
+    const request = refundOf(paid, amount, `refund-${paid.request.paymentId}`);
+    const first = await gocardlessAdapter.refund(ctx, request);
+
+    const retried = await gocardlessAdapter.refund(ctx, request);
+
+    expect(retried).toEqual(first);
+    expect(refundsOf(paid.result.providerPaymentId)).toHaveLength(1);
+    expect(fake.payments.get(paid.result.providerPaymentId)?.amount_refunded).toBe(amount);
+    // The retry counted the first refund as an earlier one, so its body changed; GoCardless answered
+    // the key's 409 conflict before reading it, and the SDK fetched the refund the conflict names.
+    expect(lastRequest('POST', '/refunds').body).toMatchObject({ refunds: { amount, total_amount_confirmation: 2 * amount } });
+    expect(lastRequest('GET', `/refunds/${first.providerRefundId}`)).toBeDefined();
+  });
+
+  it('(fake) refuses a refund confirming a wrong total, or none, with GoCardless’s 422 error body', async () => {
+    const paid = await completedPayment();
+    await gocardlessAdapter.refund(ctx, refundOf(paid, 500, `refund-1-${paid.request.paymentId}`));
+    const links = { payment: paid.result.providerPaymentId };
+
+    // The old adapter's mistake: this refund's amount alone, where 500 were refunded already.
+    const wrong = await postToFake('/refunds', { refunds: { amount: 700, total_amount_confirmation: 700, links } });
+    expect(wrong).toMatchObject({
+      status: 422,
+      body: {
+        error: {
+          type: 'invalid_state',
+          code: 422,
+          message: 'Total amount confirmation invalid',
+          errors: [{ reason: 'total_amount_confirmation_invalid', message: 'Total amount confirmation invalid' }],
+        },
+      },
+    });
+    const missing = await postToFake('/refunds', { refunds: { amount: 700, links } });
+    expect(missing).toMatchObject({
+      status: 422,
+      body: { error: { type: 'validation_failed', code: 422, errors: [{ field: 'total_amount_confirmation', message: 'is missing' }] } },
+    });
+    expect(refundsOf(paid.result.providerPaymentId)).toHaveLength(1);
+    expect(fake.payments.get(paid.result.providerPaymentId)?.amount_refunded).toBe(500);
   });
 
   it('refuses without a GoCardless payment, before any call', async () => {

@@ -246,7 +246,7 @@ describe('stripeAdapter.chargeSavedMethod', () => {
       'metadata[payment_id]': charge.paymentId,
     });
     expect(result).toEqual({ providerPaymentId: expect.stringMatching(/^pi_/), outcome: 'succeeded', failureReason: null });
-    expect(fake.paymentIntents.get(result.providerPaymentId)).toMatchObject({
+    expect(fake.paymentIntents.get(result.providerPaymentId!)).toMatchObject({
       amount: 4250,
       amount_received: 4250,
       currency: 'eur',
@@ -283,7 +283,7 @@ describe('stripeAdapter.chargeSavedMethod', () => {
       failureReason: 'Your card was declined.',
     });
     expect(retried).toEqual(result);
-    expect(fake.paymentIntents.get(result.providerPaymentId)).toMatchObject({
+    expect(fake.paymentIntents.get(result.providerPaymentId!)).toMatchObject({
       status: 'requires_payment_method',
       amount_received: 0,
       metadata: { payment_id: charge.paymentId },
@@ -308,7 +308,7 @@ describe('stripeAdapter.chargeSavedMethod', () => {
     const result = await chargeSavedMethod(ctx, charge);
 
     expect(result).toEqual({ providerPaymentId: expect.stringMatching(/^pi_/), outcome: 'processing', failureReason: null });
-    expect(fake.paymentIntents.get(result.providerPaymentId)?.status).toBe('processing');
+    expect(fake.paymentIntents.get(result.providerPaymentId!)?.status).toBe('processing');
   });
 
   it('fails for good on what Stripe rejects outright, and leaves network errors to retries', async () => {

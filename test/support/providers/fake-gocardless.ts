@@ -1,8 +1,10 @@
 /**
  * A local stand-in for GoCardless's API (the subset provider_c calls) and its webhook sender.
  * Requests and answers have GoCardless's shapes: bodies wrapped in the resource name, ids with its
- * prefixes, its error body `{error:{type, code, message, errors:[{reason, message, ...}]}}`, and its
- * idempotency conflict (409 with the conflicting resource's id, which the SDK follows).
+ * prefixes, its error body `{error:{type, code, message, errors:[{reason, message, ...}]}}`, its
+ * idempotency conflict (409 with the conflicting resource's id, which the SDK follows; answered for
+ * a reused key whatever the new body says), its cursor-paginated lists and its refund guard
+ * (`total_amount_confirmation` = the payment's refunded total including the new refund).
  *
  * The adapter reaches it through its agents (see gocardless.ts): requests arrive as plain HTTP
  * with the Host header of api-sandbox.gocardless.com.
@@ -14,6 +16,8 @@ import type { AddressInfo } from 'node:net';
 export interface RecordedRequest {
   method: string;
   path: string;
+  /** The query string's parameters (lists: payment, limit, after). */
+  query: Record<string, string>;
   headers: IncomingHttpHeaders;
   body: unknown;
 }
@@ -100,6 +104,8 @@ export interface FakeGoCardless {
   customerApproves(flowId: string): string;
   /** The mandate is cancelled (by the customer's bank, say): payments on it answer 422 `mandate_is_inactive`. */
   cancelMandate(mandateId: string): FakeMandate;
+  /** Any mandate status; failed, cancelled, expired, consumed and blocked ones take no payment. */
+  setMandateStatus(mandateId: string, status: string): FakeMandate;
   /** An event as GoCardless sends it; `resource_metadata` comes from the fake's payment or refund when linked. */
   event(fields?: Partial<GoCardlessEvent>): GoCardlessEvent;
   /** The body and headers GoCardless would POST for these events. */
@@ -112,6 +118,13 @@ const creditorId = 'CR000TESTCREDITOR';
 
 /** Mandate statuses GoCardless collects no new payment on. */
 const inactiveMandateStatuses = new Set(['failed', 'cancelled', 'expired', 'consumed', 'blocked']);
+
+/** Refund statuses that do not count in a payment's refunded total. */
+const unsuccessfulRefundStatuses = new Set(['cancelled', 'bounced', 'funds_returned']);
+
+/** GoCardless's page size for lists, and the most `limit` may ask for. */
+const defaultPageSize = 50;
+const maxPageSize = 500;
 
 export function goCardlessId(prefix: string): string {
   return `${prefix}${randomBytes(7).toString('hex').toUpperCase()}`;
@@ -240,20 +253,36 @@ export async function startFakeGoCardless(options: FakeGoCardlessOptions = {}): 
     return payment;
   }
 
+  /** What GoCardless counts as refunded on a payment: its refunds that still stand. */
+  function refundedOn(paymentId: string): number {
+    let total = 0;
+    for (const refund of refunds.values()) {
+      if (refund.links.payment === paymentId && !unsuccessfulRefundStatuses.has(refund.status)) total += refund.amount;
+    }
+    return total;
+  }
+
   function createRefund(input: Record<string, unknown>): FakeRefund {
     const links = (input.links ?? {}) as Record<string, string>;
     const payment = links.payment ? payments.get(links.payment) : undefined;
     if (!payment) throw invalid('links[payment]', 'does not exist', '/refunds/links/payment');
     const amount = input.amount as number;
-    if (!Number.isInteger(amount) || amount <= 0 || payment.amount_refunded + amount > payment.amount) {
-      throw invalid('amount', 'exceeds the amount left to refund', '/refunds/amount');
+    if (!Number.isInteger(amount) || amount <= 0) {
+      throw invalid('amount', 'must be a positive whole number of minor units', '/refunds/amount');
     }
-    if (input.total_amount_confirmation !== undefined && input.total_amount_confirmation !== payment.amount_refunded + amount) {
-      throw new GoCardlessError(422, 'invalid_state', 'Total amount confirmation invalid', [
-        { reason: 'total_amount_confirmation_invalid', message: 'Total amount confirmation invalid' },
-      ]);
+    // Required with links[payment]: the refunded total including this refund, so a refund sent
+    // twice (or computed from a stale total) is refused instead of paid twice.
+    if (input.total_amount_confirmation === undefined || input.total_amount_confirmation === null) {
+      throw invalid('total_amount_confirmation', 'is missing', '/refunds/total_amount_confirmation');
     }
-    payment.amount_refunded += amount;
+    const refunded = refundedOn(payment.id);
+    if (input.total_amount_confirmation !== refunded + amount) {
+      throw invalidState('total_amount_confirmation_invalid', 'Total amount confirmation invalid', 422);
+    }
+    if (refunded + amount > payment.amount) {
+      throw invalidState('available_refund_amount_insufficient', 'The amount left to refund on this payment is insufficient', 422);
+    }
+    payment.amount_refunded = refunded + amount;
     const refund: FakeRefund = {
       id: goCardlessId('RF'),
       created_at: new Date().toISOString(),
@@ -268,6 +297,28 @@ export async function startFakeGoCardless(options: FakeGoCardlessOptions = {}): 
     return refund;
   }
 
+  /** GET /refunds: filtered by payment or mandate, `limit` a page, `after` the last id of the page before. */
+  function listRefunds(query: URLSearchParams): Record<string, unknown> {
+    const limit = query.has('limit') ? Number(query.get('limit')) : defaultPageSize;
+    if (!Number.isInteger(limit) || limit < 1 || limit > maxPageSize) {
+      throw invalid('limit', `must be between 1 and ${maxPageSize}`, '/limit');
+    }
+    const payment = query.get('payment');
+    const mandate = query.get('mandate');
+    const matching = [...refunds.values()].filter(
+      (r) => (!payment || r.links.payment === payment) && (!mandate || r.links.mandate === mandate),
+    );
+    const after = query.get('after');
+    const start = after ? matching.findIndex((r) => r.id === after) + 1 : 0;
+    if (after && start === 0) throw invalid('after', 'is not a valid cursor', '/after');
+    const page = matching.slice(start, start + limit);
+    const more = start + limit < matching.length;
+    return {
+      refunds: page,
+      meta: { cursors: { before: start > 0 ? (page[0]?.id ?? null) : null, after: more ? (page.at(-1)?.id ?? null) : null }, limit },
+    };
+  }
+
   function found<T>(map: Map<string, T>, id: string | undefined): T {
     const resource = id ? map.get(id) : undefined;
     if (!resource) throw notFound();
@@ -275,7 +326,7 @@ export async function startFakeGoCardless(options: FakeGoCardlessOptions = {}): 
   }
 
   /** Answers [status, body] for one request, or throws a GoCardlessError. */
-  function route(method: string, path: string, body: Record<string, unknown>, key?: string): [number, unknown] {
+  function route(method: string, path: string, query: URLSearchParams, body: Record<string, unknown>, key?: string): [number, unknown] {
     const [, resource, id, action, verb] = path.split('/');
     const wrapped = (name: string): Record<string, unknown> => (body[name] ?? {}) as Record<string, unknown>;
     if (method === 'POST' && resource === 'redirect_flows' && !id) {
@@ -290,6 +341,7 @@ export async function startFakeGoCardless(options: FakeGoCardlessOptions = {}): 
     if (method === 'POST' && resource === 'refunds' && !id) {
       return [201, { refunds: createOnce(path, key, () => createRefund(wrapped('refunds'))) }];
     }
+    if (method === 'GET' && resource === 'refunds' && !id) return [200, listRefunds(query)];
     if (method === 'GET' && id && !action) {
       if (resource === 'redirect_flows') return [200, { redirect_flows: found(flows, id) }];
       if (resource === 'payments') return [200, { payments: found(payments, id) }];
@@ -304,14 +356,14 @@ export async function startFakeGoCardless(options: FakeGoCardlessOptions = {}): 
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const text = Buffer.concat(chunks).toString('utf8');
     const method = req.method ?? 'GET';
-    const path = new URL(req.url ?? '/', 'http://fake').pathname;
+    const { pathname: path, searchParams: query } = new URL(req.url ?? '/', 'http://fake');
     let body: Record<string, unknown> = {};
     try {
       body = text ? (JSON.parse(text) as Record<string, unknown>) : {};
     } catch {
       body = {};
     }
-    requests.push({ method, path, headers: req.headers, body: text ? body : null });
+    requests.push({ method, path, query: Object.fromEntries(query), headers: req.headers, body: text ? body : null });
     const requestId = goCardlessId('RQ');
     let status: number;
     let answer: unknown;
@@ -322,7 +374,7 @@ export async function startFakeGoCardless(options: FakeGoCardlessOptions = {}): 
         ]);
       }
       const key = req.headers['idempotency-key'];
-      [status, answer] = route(method, path, body, typeof key === 'string' ? key : undefined);
+      [status, answer] = route(method, path, query, body, typeof key === 'string' ? key : undefined);
     } catch (error) {
       if (!(error instanceof GoCardlessError)) throw error;
       status = error.status;
@@ -348,6 +400,13 @@ export async function startFakeGoCardless(options: FakeGoCardlessOptions = {}): 
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
+
+  function setMandateStatus(mandateId: string, status: string): FakeMandate {
+    const mandate = mandates.get(mandateId);
+    if (!mandate) throw new Error(`no mandate ${mandateId}`);
+    mandate.status = status;
+    return mandate;
+  }
 
   function event(fields: Partial<GoCardlessEvent> = {}): GoCardlessEvent {
     const resourceType = fields.resource_type ?? 'payments';
@@ -393,12 +452,8 @@ export async function startFakeGoCardless(options: FakeGoCardlessOptions = {}): 
       back.searchParams.set('redirect_flow_id', flowId);
       return back.toString();
     },
-    cancelMandate(mandateId) {
-      const mandate = mandates.get(mandateId);
-      if (!mandate) throw new Error(`no mandate ${mandateId}`);
-      mandate.status = 'cancelled';
-      return mandate;
-    },
+    cancelMandate: (mandateId) => setMandateStatus(mandateId, 'cancelled'),
+    setMandateStatus,
     event,
     webhook,
     async notify(url, secret, events) {

@@ -100,8 +100,11 @@ export interface FakeStripe {
   requests: FakeStripeRequest[];
   /** The customer pays: the session becomes complete and paid, with a new PaymentIntent. */
   complete(sessionId: string): FakeCheckoutSession;
-  /** Off-session charges on this method answer 402 `card_error` (default: card_declined, generic_decline). */
-  declinePaymentMethod(paymentMethodId: string, decline?: Partial<FakeCardDecline>): void;
+  /**
+   * Off-session charges on this method answer 402 `card_error` (default: card_declined,
+   * generic_decline); with `times`, only the next `times` charges, then it pays again.
+   */
+  declinePaymentMethod(paymentMethodId: string, decline?: Partial<FakeCardDecline>, times?: number): void;
   /** Off-session charges on this method stay `processing`, as a bank debit does. */
   delayPaymentMethod(paymentMethodId: string): void;
   event(type: string, object: object): FakeStripeEvent;
@@ -134,7 +137,7 @@ export async function startFakeStripe(): Promise<FakeStripe> {
   // What a session hands on to the PaymentIntent created when the customer pays.
   const intentMetadata = new Map<string, Record<string, string>>();
   const idempotent = new Map<string, { path: string; rawForm: string; answer: Reply }>();
-  const declines = new Map<string, FakeCardDecline>();
+  const declines = new Map<string, FakeCardDecline & { left: number }>();
   const delayed = new Set<string>();
 
   function route(method: string, path: string, form: Record<string, string>): Answer {
@@ -207,7 +210,10 @@ export async function startFakeStripe(): Promise<FakeStripe> {
     if (form.customer !== undefined && !form.customer.startsWith('cus_')) {
       return failure(400, `No such customer: '${form.customer}'`, 'resource_missing', 'customer');
     }
-    const decline = declines.get(paymentMethod);
+    const declining = declines.get(paymentMethod);
+    const decline =
+      declining && declining.left > 0 ? { code: declining.code, decline_code: declining.decline_code, message: declining.message } : null;
+    if (declining) declining.left -= 1;
     const status = decline ? 'requires_payment_method' : delayed.has(paymentMethod) ? 'processing' : 'succeeded';
     const intent: FakePaymentIntent = {
       id: `pi_${token()}`,
@@ -339,8 +345,8 @@ export async function startFakeStripe(): Promise<FakeStripe> {
       Object.assign(session, { status: 'complete', payment_status: 'paid', payment_intent: intent.id, url: null });
       return session;
     },
-    declinePaymentMethod(paymentMethodId, decline = {}) {
-      declines.set(paymentMethodId, { ...GENERIC_DECLINE, ...decline });
+    declinePaymentMethod(paymentMethodId, decline = {}, times) {
+      declines.set(paymentMethodId, { ...GENERIC_DECLINE, ...decline, left: times ?? Infinity });
     },
     delayPaymentMethod(paymentMethodId) {
       delayed.add(paymentMethodId);
