@@ -2,6 +2,7 @@ import {
   afterFailedAttempt,
   anythingLeft,
   finishRequest,
+  recordAttempt,
   startAttempt,
   type AttemptDeps,
   type AttemptResult,
@@ -15,6 +16,9 @@ export function createPaymentRequestActivities(deps: AttemptDeps) {
   return {
     async startPaymentRequestAttemptActivity(requestId: string, attempt: number, at: string): Promise<AttemptResult> {
       return startAttempt(deps, requestId, attempt, new Date(at));
+    },
+    async recordPaymentRequestAttemptActivity(requestId: string, paymentId: string, attempt: number, at: string): Promise<void> {
+      await recordAttempt(deps, requestId, paymentId, attempt, new Date(at));
     },
     async afterFailedPaymentRequestAttemptActivity(requestId: string, nextAt: string | null, at: string): Promise<void> {
       await afterFailedAttempt(deps, requestId, nextAt ? new Date(nextAt) : null, new Date(at));

@@ -4,13 +4,13 @@
  *
  * Each attempt is a payment of what the request's open invoices leave to pay (a charge of the
  * customer's saved method, else a checkout), made through the payment's own workflow, which
- * signals its outcome back (paymentOutcome). Success: the request is succeeded (the payment settled
+ * signals back (paymentOutcome) once its checkout is open and when it has an outcome. Success: the request is succeeded (the payment settled
  * every invoice). Failure: another attempt `days_between_attempts` days later (a timer, on the
  * customer's test clock when there is one), until `max_attempts`; then failed.
  * Signals: paymentOutcome, invoicesChanged (an invoice paid or voided meanwhile leaves the request;
  * with nothing left it ends succeeded). Query: state.
  */
-import { proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { patched, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { BillingStatus } from '../src/temporal/search-attributes';
 import {
@@ -19,7 +19,7 @@ import {
   requestInvoicesChangedSignal,
   type PaymentRequestWorkflowInput,
 } from './payment-request.messages';
-import { markFinished, now, useClock, waitFor, waitUntil } from './wait';
+import { markFinished, now, useClock, waitFor, waitForAnswer, waitUntil } from './wait';
 
 const acts = proxyActivities<Activities>({
   startToCloseTimeout: '2 minutes',
@@ -27,6 +27,8 @@ const acts = proxyActivities<Activities>({
 });
 
 const DAY_MS = 86_400_000;
+/** Histories from before: the attempt's step waited for the checkout and recorded it itself. */
+const ATTEMPT_NOT_WAITING = 'payment-request-attempt-not-waiting';
 const FINAL = new Set(['succeeded', 'failed', 'canceled', 'refunded']);
 
 export async function paymentRequestWorkflow(input: PaymentRequestWorkflowInput): Promise<{ status: string }> {
@@ -35,6 +37,8 @@ export async function paymentRequestWorkflow(input: PaymentRequestWorkflowInput)
   let attempts = input.attemptsMade ?? 0;
   let nextAttemptAt: number | null = null;
   const outcomes = new Map<string, string>();
+  /** Attempts' payments whose checkout is open (or whose charge is under way), as their workflows said. */
+  const opened = new Set<string>();
   let invoicesChanged = false;
 
   setHandler(paymentRequestStateQuery, () => ({
@@ -44,6 +48,7 @@ export async function paymentRequestWorkflow(input: PaymentRequestWorkflowInput)
   }));
   setHandler(paymentOutcomeSignal, ({ paymentId, status: outcome }) => {
     if (FINAL.has(outcome)) outcomes.set(paymentId, outcome);
+    else opened.add(paymentId);
   });
   setHandler(requestInvoicesChangedSignal, () => {
     invoicesChanged = true;
@@ -70,6 +75,14 @@ export async function paymentRequestWorkflow(input: PaymentRequestWorkflowInput)
       break;
     }
     let outcome = attempt.paymentStatus !== null && FINAL.has(attempt.paymentStatus) ? attempt.paymentStatus : null;
+    // The attempt's step starts the payment's workflow without waiting for its checkout (holding an
+    // activity slot while another activity opens it could starve the worker on a busy day): the
+    // payment's workflow says when the checkout is open, then the attempt is recorded.
+    if (attempt.paymentId !== null && patched(ATTEMPT_NOT_WAITING)) {
+      const paymentId = attempt.paymentId;
+      if (outcome === null) await waitForAnswer(() => opened.has(paymentId) || outcomes.has(paymentId));
+      await acts.recordPaymentRequestAttemptActivity(input.paymentRequestId, paymentId, attempts, at());
+    }
     if (outcome === null && attempt.paymentId !== null) {
       const paymentId = attempt.paymentId;
       await waitFor(() => outcomes.has(paymentId) || invoicesChanged);

@@ -20,6 +20,7 @@ import {
   ApplicationFailure,
   allHandlersFinished,
   getExternalWorkflowHandle,
+  patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
@@ -64,6 +65,8 @@ function refuse(message: string): never {
 }
 
 const OPEN: readonly PaymentStatus[] = ['pending', 'processing'];
+/** Histories from before: a request's payment told it only its outcome. */
+const TELL_REQUEST_CHECKOUT_OPEN = 'payment-tells-request-checkout-open';
 const FINAL: readonly PaymentStatus[] = ['succeeded', 'failed', 'canceled'];
 
 /** Why a provider call failed, for the payment's failure_reason and the API's 502. */
@@ -107,7 +110,7 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<{ st
     }
   }
 
-  /** A payment request's attempt: its workflow waits for this outcome. */
+  /** A payment request's attempt: its workflow waits for the checkout and for the outcome. */
   async function tellRequest(paymentRequestId: string): Promise<void> {
     try {
       await getExternalWorkflowHandle(workflowIds.paymentRequest(paymentRequestId)).signal(paymentOutcomeSignal, {
@@ -127,6 +130,10 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<{ st
       try {
         const payment = await apply(await providerActs.createPaymentCheckoutActivity(input.paymentId, now()));
         checkoutCreated = true;
+        // A payment request's attempt waits for its checkout (an outcome already told it otherwise).
+        if (input.paymentRequestId && OPEN.includes(status) && patched(TELL_REQUEST_CHECKOUT_OPEN)) {
+          await tellRequest(input.paymentRequestId);
+        }
         return payment;
       } catch (err) {
         checkoutError = reasonOf(err);

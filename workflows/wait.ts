@@ -111,3 +111,12 @@ export async function waitFor(predicate: () => boolean): Promise<void> {
   if (clock) return parkedUntil(null, predicate);
   await condition(predicate);
 }
+
+/**
+ * Waits for another workflow to answer as part of the work under way (a payment request waiting
+ * for its attempt's checkout): unlike waitFor, the workflow is not caught up meanwhile, so a
+ * clock's advance waits for the answer as it would for an activity.
+ */
+export async function waitForAnswer(predicate: () => boolean): Promise<void> {
+  await condition(predicate);
+}

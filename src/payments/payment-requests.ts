@@ -15,12 +15,10 @@ import { deterministicId } from '../ids';
 import { toPaymentRequestResource } from '../resources/payment-request';
 import type { TemporalClient } from '../temporal/client';
 import { emitEvent, type EmitDeps } from '../webhooks/emit-event';
-import { WorkflowUpdateFailedError } from '@temporalio/client';
-import { checkoutPaymentUpdate, PAYMENT_PROVIDER_ERROR } from '../../workflows/payment.messages';
 import { startPaymentRequestWorkflow } from '../../workflows/payment-request.messages';
 import { clockOfCustomerId } from '../test-clocks/time';
 import { activeProviderIntegration } from './integrations';
-import { executePaymentUpdate, paymentWorkflowInput } from './payment-workflow';
+import { paymentWorkflowInput, startPaymentWorkflow } from './payment-workflow';
 import { adapterFor } from './providers';
 import { isProviderCode } from './providers/types';
 
@@ -120,14 +118,13 @@ export interface AttemptResult {
   /** Nothing is left to pay: the request is succeeded. */
   done: boolean;
   paymentId: string | null;
-  /** The attempt's payment status right after it was made (a charge may be final at once). */
+  /** The attempt's payment status when its workflow was started (final when a retried step finds it so). */
   paymentStatus: string | null;
 }
 
 /**
  * Attempt `attempt` (1-based): the request's invoices still open (paid or voided ones leave it),
- * one payment of what they leave to pay with the customer's provider, through the payment's
- * workflow (update-with-start, as the API's checkout); payment_request.created after the first.
+ * one payment of what they leave to pay with the customer's provider, its workflow started.
  */
 export async function startAttempt(deps: AttemptDeps, requestId: string, attempt: number, at: Date): Promise<AttemptResult> {
   const { Customer, Payment, PaymentRequest } = deps.db.models;
@@ -179,29 +176,35 @@ export async function startAttempt(deps: AttemptDeps, requestId: string, attempt
     if (!isDuplicateKeyError(err)) throw err;
   }
   const payment = (await Payment.findById(paymentId).lean())!;
-  const clock = await clockOfCustomerId(deps.db, request.customer_id);
-  let checkoutUrl: string | null = null;
-  let paymentStatus: string = payment.status;
-  try {
-    const resource = await executePaymentUpdate(deps.temporal, paymentWorkflowInput(payment, clock), checkoutPaymentUpdate);
-    checkoutUrl = resource.checkout_url;
-    paymentStatus = resource.status;
-  } catch (err) {
-    // Only the provider's refusal is a failed attempt (the payment is failed); anything else (the
-    // server unreachable, a timeout) is retried: the payment and its checkout are keyed, so a
-    // retry finds them instead of charging twice.
-    const cause = err instanceof WorkflowUpdateFailedError ? (err.cause as { type?: string } | undefined) : undefined;
-    if (cause?.type !== PAYMENT_PROVIDER_ERROR) throw err;
-    paymentStatus = 'failed';
-  }
-  const updated = await PaymentRequest.findOneAndUpdate(
+  // The payment exists before the request names it.
+  await PaymentRequest.updateOne(
     { _id: requestId },
-    // The payment exists before the request names it.
-    { $set: { checkout_url: checkoutUrl, invoice_ids: open.map((i) => i.invoice._id) }, $addToSet: { payment_ids: paymentId } },
+    { $set: { invoice_ids: open.map((i) => i.invoice._id) }, $addToSet: { payment_ids: paymentId } },
+  );
+  // Not waited for: the payment's workflow opens the checkout (or charges the saved method) and
+  // tells the request's workflow, which then records the attempt (recordAttempt).
+  await startPaymentWorkflow(deps.temporal, paymentWorkflowInput(payment, await clockOfCustomerId(deps.db, request.customer_id)));
+  return { done: false, paymentId, paymentStatus: payment.status };
+}
+
+/**
+ * Once the attempt's payment has its checkout (or its outcome): its `checkout_url` on the request,
+ * and payment_request.created after the first attempt.
+ */
+export async function recordAttempt(
+  deps: PaymentRequestDeps,
+  requestId: string,
+  paymentId: string,
+  attempt: number,
+  at: Date,
+): Promise<void> {
+  const payment = await deps.db.models.Payment.findById(paymentId, { checkout_url: 1 }).lean();
+  const updated = await deps.db.models.PaymentRequest.findOneAndUpdate(
+    { _id: requestId },
+    { $set: { checkout_url: payment?.checkout_url ?? null } },
     { returnDocument: 'after' },
   ).lean();
   if (attempt === 1 && updated) await announce(deps, updated, 'payment_request.created', at);
-  return { done: false, paymentId, paymentStatus };
 }
 
 /** After a failed attempt: when the next one is due (or null once `max_attempts` are spent and the request failed). */

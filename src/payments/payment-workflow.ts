@@ -45,6 +45,17 @@ export function executePaymentUpdate<Ret, Args extends unknown[]>(
   });
 }
 
+/**
+ * Starts the payment's workflow without waiting for it (a payment request's attempt): it opens the
+ * checkout or charges the saved method itself, and tells the request. A running one is left as is.
+ */
+export async function startPaymentWorkflow(temporal: TemporalClient, input: PaymentWorkflowInput): Promise<void> {
+  await temporal.client.workflow.start<PaymentWorkflow>(paymentWorkflowType, {
+    ...paymentStartOptions(temporal, input),
+    workflowIdConflictPolicy: 'USE_EXISTING',
+  });
+}
+
 /** Delivers a provider notification to the payment's workflow (started from the record if needed). */
 export function signalProviderEvent(temporal: TemporalClient, input: PaymentWorkflowInput, notification: ProviderNotification) {
   return temporal.client.workflow.signalWithStart<PaymentWorkflow, [ProviderNotification]>(paymentWorkflowType, {
