@@ -1,12 +1,12 @@
 /**
  * What the outside world says to a dunningCampaignWorkflow (`dunning-campaign/<id>`): how it is
- * started (with the first signal), its signal. The names inside define*() and the workflow type are
- * recorded in every history, so they never change.
+ * started (with the first signal), its signal and its update (stop). The names inside define*()
+ * and the workflow type are recorded in every history, so they never change.
  *
  * Imported by workflow code: only @temporalio/workflow, the pure id and search-attribute helpers,
  * and types.
  */
-import { defineSignal } from '@temporalio/workflow';
+import { defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { TemporalClient } from '../src/temporal/client';
 import { entitySearchAttributes } from '../src/temporal/search-attributes';
 import { workflowIds } from '../src/temporal/workflow-ids';
@@ -34,7 +34,7 @@ export interface OverdueNotice {
 export const invoiceOverdueSignal = defineSignal<[OverdueNotice]>('invoiceOverdue');
 
 /** The campaign was deleted: its workflow ends (the requests it created go on in their own workflows). */
-export const campaignDeletedSignal = defineSignal('campaignDeleted');
+export const stopCampaignUpdate = defineUpdate<{ stopped: true }>('stop');
 
 /** Tells the campaign's workflow of an overdue invoice, starting it when it is not running. */
 export function signalInvoiceOverdue(

@@ -6,13 +6,13 @@
  * each, the customer's overdue unpaid invoices of that currency that no open request holds are
  * totalled; at the campaign's threshold for the currency a payment request is created (its own
  * workflow makes the attempts). No timers: the campaign only reacts. Its history stays short with
- * continue-as-new; it ends once the campaign is deleted (signal campaignDeleted, or a check that
+ * continue-as-new; it ends once the campaign is deleted (update stop, or a check that
  * finds it deleted).
  */
 import { continueAsNew, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import {
-  campaignDeletedSignal,
+  stopCampaignUpdate,
   invoiceOverdueSignal,
   type DunningCampaignWorkflowInput,
   type OverdueNotice,
@@ -32,8 +32,9 @@ export async function dunningCampaignWorkflow(input: DunningCampaignWorkflowInpu
   });
 
   let deleted = false;
-  setHandler(campaignDeletedSignal, () => {
+  setHandler(stopCampaignUpdate, () => {
     deleted = true;
+    return { stopped: true as const };
   });
 
   let checks = 0;

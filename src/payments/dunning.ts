@@ -10,7 +10,7 @@ import { fromDecimal128 } from '../db/decimal';
 import { dec, sum } from '../domain/money';
 import type { TemporalClient } from '../temporal/client';
 import { workflowIds } from '../temporal/workflow-ids';
-import { campaignDeletedSignal, signalInvoiceOverdue } from '../../workflows/dunning-campaign.messages';
+import { signalInvoiceOverdue, stopCampaignUpdate } from '../../workflows/dunning-campaign.messages';
 import { requestInvoicesChangedSignal } from '../../workflows/payment-request.messages';
 import { createPaymentRequest, openInvoices, type PaymentRequestDeps } from './payment-requests';
 
@@ -56,10 +56,10 @@ export async function notifyInvoiceLeft(db: Db, temporal: TemporalClient, invoic
 }
 
 /** Ends a deleted campaign's workflow when it runs (a campaign that never chased anyone has none). */
-export async function signalCampaignDeleted(temporal: TemporalClient, campaignId: string): Promise<void> {
+export async function stopCampaign(temporal: TemporalClient, campaignId: string): Promise<void> {
   await temporal.client.workflow
     .getHandle(workflowIds.dunningCampaign(campaignId))
-    .signal(campaignDeletedSignal)
+    .executeUpdate(stopCampaignUpdate)
     .catch((err: unknown) => {
       if (!(err instanceof WorkflowNotFoundError)) throw err;
     });

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { DunningCampaignDoc } from '../../db/models/dunning-campaign';
 import { Validation } from '../../errors';
-import { signalCampaignDeleted } from '../../payments/dunning';
+import { stopCampaign } from '../../payments/dunning';
 import { dunningCampaignResource, toDunningCampaignResource } from '../../resources/dunning-campaign';
 import { findByIdOrCode, listPage, live, softDelete, uniqueWrite, updateLive } from '../catalog';
 import { currencyCode, idParams, listQuery, responses } from '../http';
@@ -145,7 +145,7 @@ export const dunningCampaignRoutes: FastifyPluginAsyncZod = async (app) => {
         applied_to_organization: false,
       });
       // Its workflow would also end at its next check: a Temporal hiccup here does not undo the deletion.
-      await signalCampaignDeleted(app.deps.temporal, deleted._id).catch((err: unknown) => {
+      await stopCampaign(app.deps.temporal, deleted._id).catch((err: unknown) => {
         request.log.warn({ err, campaignId: deleted._id }, "the deleted campaign's workflow was not told");
       });
       return toDunningCampaignResource(deleted);
