@@ -403,6 +403,11 @@ async function afterFinalization(db: Db, deps: InvoiceDeps, invoice: InvoiceDoc,
   for (const used of invoice.applied_coupons) await consumeCoupon(db, invoice._id, used.applied_coupon_id, finalizedAt);
   await emitInvoiceEvent(db, deps, invoice, 'invoice.finalized', finalizedAt);
   if (invoice.status === 'paid' && invoice.paid_at && invoice.paid_at.getTime() === finalizedAt.getTime()) {
+    // Covered at finalization (coupons, credit notes, wallets): every fee is paid with it.
+    await db.models.Fee.updateMany(
+      { invoice_id: invoice._id, payment_status: { $in: ['pending', 'failed'] } },
+      { $set: { payment_status: 'succeeded' } },
+    );
     await emitInvoiceEvent(db, deps, invoice, 'invoice.paid', finalizedAt);
   }
   return invoice;

@@ -234,23 +234,39 @@ async function afterStatus(deps: PaymentDeps, payment: PaymentDoc, at: Date): Pr
       }
       await announce(deps, payment, 'payment.succeeded', payment.paid_at ?? at);
       return;
-    case 'failed':
-      // The invoice shows the failure while nothing else paid it.
-      await Invoice.updateOne({ _id: payment.invoice_id, status: 'finalized' }, { $set: { payment_status: 'failed' } });
+    case 'failed': {
+      // Each invoice it was to pay (a request's: all of them) shows the failure while nothing else paid it.
+      const request = payment.payment_request_id
+        ? await deps.db.models.PaymentRequest.findById(payment.payment_request_id, { invoice_ids: 1 }).lean()
+        : null;
+      const unpaid = await Invoice.find(
+        { _id: { $in: request?.invoice_ids ?? [payment.invoice_id] }, status: 'finalized' },
+        { _id: 1 },
+      ).lean();
+      const ids = unpaid.map((i) => i._id);
+      await Invoice.updateMany({ _id: { $in: ids }, status: 'finalized' }, { $set: { payment_status: 'failed' } });
       await Fee.updateMany(
-        { invoice_id: payment.invoice_id, payment_status: { $in: ['pending', 'failed'] } },
+        { invoice_id: { $in: ids }, payment_status: { $in: ['pending', 'failed'] } },
         { $set: { payment_status: 'failed' } },
       );
       await announce(deps, payment, 'payment.failed', at);
       return;
+    }
     case 'canceled':
       await announce(deps, payment, 'payment.canceled', at);
       return;
-    case 'refunded':
-      await Invoice.updateOne({ _id: payment.invoice_id }, { $set: { payment_status: 'refunded' } });
-      await Fee.updateMany({ invoice_id: payment.invoice_id }, { $set: { payment_status: 'refunded' } });
+    case 'refunded': {
+      // Each invoice the payment settled (a request's payment: several).
+      const settled = await deps.db.models.InvoiceSettlement.find(
+        { source_id: payment._id, settlement_type: 'payment' },
+        { invoice_id: 1 },
+      ).lean();
+      const ids = settled.length > 0 ? settled.map((s) => s.invoice_id) : [payment.invoice_id];
+      await Invoice.updateMany({ _id: { $in: ids } }, { $set: { payment_status: 'refunded' } });
+      await Fee.updateMany({ invoice_id: { $in: ids } }, { $set: { payment_status: 'refunded' } });
       await announce(deps, payment, 'payment.refunded', payment.refunded_at ?? at);
       return;
+    }
     default:
       return;
   }

@@ -101,18 +101,31 @@ describe('payment requests', () => {
     expect(await eventTypes(org.id, created.id)).toEqual(['payment_request.created', 'payment_request.payment_succeeded']);
     const listed = ok<PaymentRequestResource[]>(await call(org, 'GET', `/v1/payment_requests?customer_id=${customer.id}&status=succeeded`));
     expect(listed.map((r) => r.id)).toEqual([created.id]);
+
+    // Refunded: every invoice the payment paid, and each of their fees, shows it.
+    expect(ok<PaymentResource>(await call(org, 'POST', `/v1/payments/${payment.id}/refund`, {})).status).toBe('refunded');
+    for (const invoice of invoices) {
+      const after = ok<InvoiceResource>(await call(org, 'GET', `/v1/invoices/${invoice.id}`));
+      expect([after.status, after.payment_status]).toEqual(['paid', 'refunded']);
+      expect(after.fees!.map((f) => f.payment_status)).toEqual(after.fees!.map(() => 'refunded'));
+    }
   });
 
-  it('a failed attempt with max_attempts 1 fails the request; nothing is settled', async () => {
+  it('a failed attempt with max_attempts 1 fails the request; nothing is settled, every invoice shows the failure', async () => {
     const { org, customer, invoices } = await setup();
     const created = ok<PaymentRequestResource>(
-      await call(org, 'POST', '/v1/payment_requests', { customer_id: customer.id, invoice_ids: [invoices[0]!.id] }),
+      await call(org, 'POST', '/v1/payment_requests', { customer_id: customer.id, invoice_ids: invoices.map((i) => i.id) }),
       201,
     );
     const attempted = await waitForRequest(org, created.id, (r) => r.payment_ids.length === 1, 'the first attempt');
     expect((await notifyManual(webhookUrl, SECRET, { payment_id: attempted.payment_ids[0], status: 'failed' })).status).toBe(200);
     await waitForRequest(org, created.id, (r) => r.status === 'failed', 'the request to fail');
-    expect(await stack.db.models.InvoiceSettlement.countDocuments({ invoice_id: invoices[0]!.id })).toBe(0);
+    expect(await stack.db.models.InvoiceSettlement.countDocuments({ invoice_id: { $in: invoices.map((i) => i.id) } })).toBe(0);
+    for (const invoice of invoices) {
+      const after = ok<InvoiceResource>(await call(org, 'GET', `/v1/invoices/${invoice.id}`));
+      expect([after.status, after.payment_status]).toEqual(['finalized', 'failed']);
+      expect(after.fees!.map((f) => f.payment_status)).toEqual(after.fees!.map(() => 'failed'));
+    }
     await eventually(
       async () => ((await eventTypes(org.id, created.id)).includes('payment_request.payment_failed') ? true : undefined),
       20_000,
