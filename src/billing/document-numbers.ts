@@ -34,6 +34,10 @@ export function invoiceNumber(prefix: string, sequence: number): string {
   return `${prefix}-${String(sequence).padStart(6, '0')}`;
 }
 
+/**
+ * A draft's number (api-contract.md, Invoices): `<prefix>-DRAFT-<first 8 hex digits of the id>`,
+ * lowercase as in the id (the id is a lowercase UUID, so these are its first 8 characters).
+ */
 export function draftInvoiceNumber(prefix: string, invoiceId: string): string {
-  return `${prefix}-DRAFT-${invoiceId.replaceAll('-', '').slice(0, 8).toUpperCase()}`;
+  return `${prefix}-DRAFT-${invoiceId.replaceAll('-', '').slice(0, 8)}`;
 }

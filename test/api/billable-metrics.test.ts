@@ -124,9 +124,19 @@ describe('create and read', () => {
     expect(metric).toMatchObject({ aggregation_type: type, recurring: true });
   });
 
-  it('accepts custom with an expression and no field_name', async () => {
-    const metric = await createMetric({ aggregation_type: 'custom', expression: 'cpu_seconds * 2 + memory_mb / 1024' });
-    expect(metric).toMatchObject({ aggregation_type: 'custom', field_name: null, expression: 'cpu_seconds * 2 + memory_mb / 1024' });
+  it('accepts custom with a field_name, with or without an expression', async () => {
+    const withExpression = await createMetric({
+      aggregation_type: 'custom',
+      field_name: 'cpu_seconds',
+      expression: 'cpu_seconds * 2 + memory_mb / 1024',
+    });
+    expect(withExpression).toMatchObject({
+      aggregation_type: 'custom',
+      field_name: 'cpu_seconds',
+      expression: 'cpu_seconds * 2 + memory_mb / 1024',
+    });
+    const withoutExpression = await createMetric({ aggregation_type: 'custom', field_name: 'cpu_seconds' });
+    expect(withoutExpression).toMatchObject({ aggregation_type: 'custom', field_name: 'cpu_seconds', expression: null });
   });
 
   it('stores a blank expression as null', async () => {
@@ -225,10 +235,13 @@ describe('validation', () => {
     ['weighted_sum without field_name', { aggregation_type: 'weighted_sum' }, 'field_name'],
     ['latest without field_name', { aggregation_type: 'latest' }, 'field_name'],
     ['custom with neither field_name nor expression', { aggregation_type: 'custom' }, 'field_name'],
+    // api-contract.md, Billable metrics: field_name is required for every type but count.
+    ['custom with an expression but no field_name', { aggregation_type: 'custom', expression: 'cpu_seconds * 2' }, 'field_name'],
+    ['custom with an expression and a null field_name', { aggregation_type: 'custom', field_name: null, expression: 'a' }, 'field_name'],
     ['recurring count', { aggregation_type: 'count', recurring: true }, 'recurring'],
     ['recurring max', { aggregation_type: 'max', field_name: 'v', recurring: true }, 'recurring'],
     ['recurring latest', { aggregation_type: 'latest', field_name: 'v', recurring: true }, 'recurring'],
-    ['recurring custom', { aggregation_type: 'custom', expression: 'a', recurring: true }, 'recurring'],
+    ['recurring custom', { aggregation_type: 'custom', field_name: 'a', expression: 'a', recurring: true }, 'recurring'],
     ['an expression on count', { aggregation_type: 'count', expression: 'a * 2' }, 'expression'],
     ['an unknown rounding_function', { rounding_function: 'truncate' }, 'rounding_function'],
     ['a fractional rounding_precision', { rounding_precision: 1.5 }, 'rounding_precision'],
@@ -341,8 +354,17 @@ describe('update', () => {
     const count = await createMetric();
     expectValidationError(await api.update(count.id, { recurring: true }), 'recurring');
     expectValidationError(await api.update(count.id, { aggregation_type: 'sum' }), 'field_name');
+    // custom needs a field_name too, with an expression or not (api-contract.md, Billable metrics).
+    expectValidationError(await api.update(count.id, { aggregation_type: 'custom', expression: 'cpu * 2' }), 'field_name');
+    const custom = await createMetric({ aggregation_type: 'custom', field_name: 'cpu', expression: 'cpu * 2' });
+    expectValidationError(await api.update(custom.id, { field_name: null }), 'field_name');
+    expectValidationError(
+      await api.update(sum.id, { aggregation_type: 'custom', field_name: null, expression: 'gb * 2', recurring: false }),
+      'field_name',
+    );
     expect((await api.get(sum.id)).json()).toEqual(sum);
     expect((await api.get(count.id)).json()).toEqual(count);
+    expect((await api.get(custom.id)).json()).toEqual(custom);
     // ...and accepts a consistent change of several fields at once.
     const ok = await api.update(count.id, { aggregation_type: 'latest', field_name: 'level' });
     expect(ok.statusCode, ok.body).toBe(200);

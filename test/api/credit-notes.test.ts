@@ -148,11 +148,11 @@ describe('create and read', () => {
       invoice_id: invoice._id,
       reason: 'other',
       description: 'goodwill',
-      items: [{ fee_id: fee._id, amount_cents: '0.5' }],
+      items: [{ fee_id: fee._id, amount_cents: 1 }],
     });
-    expect(second).toMatchObject({ number: 'CN-20260305-0002', description: 'goodwill', credit_amount_cents: '0.5000' });
+    expect(second).toMatchObject({ number: 'CN-20260305-0002', description: 'goodwill', credit_amount_cents: '1.0000' });
     const stored = await stack.db.models.Fee.findById(fee._id).lean();
-    expect(new Decimal(String(stored!.credited_amount_cents)).toFixed(4)).toBe('250.5000');
+    expect(new Decimal(String(stored!.credited_amount_cents)).toFixed(4)).toBe('251.0000');
   });
 
   it("numbers in the organization's time zone", async () => {
@@ -293,6 +293,37 @@ describe('validation', () => {
     }
     const list = await api.list(`?invoice_id=${invoice._id}`);
     expect(list.json()).toEqual([]);
+  });
+
+  it('refuses an amount_cents that is not an integer JSON number (the specification types it as an integer), creating nothing', async () => {
+    const { invoice, fee } = await invoiceWithFee(1000);
+    for (const amount of ['12.5', 12.5, '0.5', 0.0001, '100', '1e2', 'ten', '', true, null, [1], { cents: 1 }]) {
+      const body = expectValidationError(
+        await api.create({
+          invoice_id: invoice._id,
+          reason: 'other',
+          items: [
+            { fee_id: fee._id, amount_cents: 1 },
+            { fee_id: (await seedFee(invoice, 1000))._id, amount_cents: amount },
+          ],
+        }),
+        'items.1.amount_cents',
+      );
+      expect(body.errors.map((e) => e.path)).toEqual(['items.1.amount_cents']);
+    }
+    expect((await api.list(`?invoice_id=${invoice._id}`)).json()).toEqual([]);
+    const stored = await stack.db.models.Fee.find({ invoice_id: invoice._id }).lean();
+    expect(stored.map((f) => new Decimal(String(f.credited_amount_cents)).toFixed(4))).toEqual(stored.map(() => '0.0000'));
+  });
+
+  it('credits a fee with fractional cents in whole cents: up to its total rounded half up', async () => {
+    const { invoice, fee } = await invoiceWithFee('10.5');
+    expectValidationError(
+      await api.create({ invoice_id: invoice._id, reason: 'other', items: [{ fee_id: fee._id, amount_cents: 12 }] }),
+      'items.0.amount_cents',
+    );
+    const note = await createNote({ invoice_id: invoice._id, reason: 'other', items: [{ fee_id: fee._id, amount_cents: 11 }] });
+    expect(note).toMatchObject({ credit_amount_cents: '11.0000', balance_amount_cents: '11.0000' });
   });
 
   it('rejects unknown fields, in the body and in items', async () => {

@@ -392,7 +392,7 @@ describe('current usage matches the engine for every charge model', () => {
       // Expression cpu_seconds * 2 + memory_mb: 10 x 2 + 5 = 25, 1.5 x 2 + 0 = 3, the third lacks
       // memory_mb and is skipped -> 28 units x 0.5 = 14.
       name: 'custom with unit_price (custom aggregation)',
-      metric: { aggregation_type: 'custom', expression: 'cpu_seconds * 2 + memory_mb' },
+      metric: { aggregation_type: 'custom', field_name: 'cpu_seconds', expression: 'cpu_seconds * 2 + memory_mb' },
       charge: { charge_model: 'custom', properties: { unit_price: '0.5' } },
       events: [
         [march(2), { cpu_seconds: 10, memory_mb: 5 }],
@@ -404,7 +404,7 @@ describe('current usage matches the engine for every charge model', () => {
     {
       // A fixed amount for the period, due without any event: 999.
       name: 'custom with custom_amount and no events',
-      metric: { aggregation_type: 'custom', expression: 'cpu_seconds * 2' },
+      metric: { aggregation_type: 'custom', field_name: 'cpu_seconds', expression: 'cpu_seconds * 2' },
       charge: { charge_model: 'custom', properties: { custom_amount: '999' } },
       events: [],
       expected: { units: '0.0000', events_count: 0, amount_cents: '999.0000' },

@@ -202,7 +202,7 @@ async function buildWorld(terms: Terms): Promise<World> {
     invoice_id: addOnInvoice.id,
     customer_id: SHARED.customer,
     reason: 'other',
-    items: [{ fee_id: addOnInvoice.fees![0]!.id, amount_cents: '100' }],
+    items: [{ fee_id: addOnInvoice.fees![0]!.id, amount_cents: 100 }],
   });
 
   const coupon = await post<CouponResource>('/v1/coupons', {
@@ -376,13 +376,13 @@ describe('invoices of add-ons and credit notes', () => {
       const onOthersInvoice = {
         invoice_id: other.addOnInvoice.id,
         reason: 'other',
-        items: [{ fee_id: other.addOnInvoice.fees![0]!.id, amount_cents: '1' }],
+        items: [{ fee_id: other.addOnInvoice.fees![0]!.id, amount_cents: 1 }],
       };
       expectError(await call(own.org, 'POST', '/v1/credit_notes', onOthersInvoice), 404, 'invoice_not_found');
       const othersFee = {
         invoice_id: own.addOnInvoice.id,
         reason: 'other',
-        items: [{ fee_id: other.addOnInvoice.fees![0]!.id, amount_cents: '1' }],
+        items: [{ fee_id: other.addOnInvoice.fees![0]!.id, amount_cents: 1 }],
       };
       expectError(await call(own.org, 'POST', '/v1/credit_notes', othersFee), 404, 'fee_not_found');
       expect(ok<CreditNoteResource[]>(await call(own.org, 'GET', '/v1/credit_notes')).map((n) => n.id)).toEqual([own.creditNote.id]);

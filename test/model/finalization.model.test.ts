@@ -813,7 +813,7 @@ class ScenarioRun {
     const res = await this.call<CreditNoteResource>('POST', '/v1/credit_notes', {
       invoice_id: this.id(invoice),
       reason: 'other',
-      items: items.map((i) => ({ fee_id: serviceFees.get(i.fee.key), amount_cents: i.amount.toFixed(0) })),
+      items: items.map((i) => ({ fee_id: serviceFees.get(i.fee.key), amount_cents: Number(i.amount.toFixed(0)) })),
     });
     const { outcome, note } = m.createCreditNote(invoice, items);
     this.expectOutcome('credit note creation', outcome, res);

@@ -7,7 +7,6 @@ import { CREDIT_NOTE_REASONS, type CreditNoteDoc } from '../../db/models/credit-
 import { NotFound } from '../../errors';
 import { customerNowById } from '../../test-clocks/time';
 import { listPage } from '../catalog';
-import { decimalInput } from '../decimal';
 import { idParams, listQuery, responses } from '../http';
 import { creditNoteResource, toCreditNoteResource, type CreditNoteResource } from '../../resources/credit-note';
 
@@ -23,10 +22,15 @@ const createCreditNoteBody = z.strictObject({
     .array(
       z.strictObject({
         fee_id: reference.describe('A fee of the invoice'),
-        // The specification types it as an integer; fees carry 4 fractional digits, so a decimal
-        // (string or number, at most 4 fractional digits) is accepted too. Must be > 0 and at most
-        // what remains creditable on the fee (total_amount_cents - credited_amount_cents).
-        amount_cents: decimalInput().describe('cents to credit on the fee, > 0; integer, or a decimal with up to 4 fractional digits'),
+        // The specification types it as an integer, and integers are JSON numbers (api-contract.md,
+        // Conventions): a fraction of a cent, or a string, is 422. Must be > 0 and at most what
+        // remains creditable on the fee (total_amount_cents - credited_amount_cents), that rounded
+        // half up for a fee with a fraction of a cent (src/billing/credit-notes.ts).
+        amount_cents: z
+          .number({ error: 'must be an integer number of cents (a JSON number such as 1250)' })
+          .int({ error: 'must be an integer number of cents, with no fraction' })
+          .positive({ error: 'must be greater than 0 (a credit of zero is never created)' })
+          .describe('cents to credit on the fee: an integer > 0'),
       }),
     )
     .min(1, 'at least one item')

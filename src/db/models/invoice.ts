@@ -30,7 +30,7 @@ export interface InvoiceDoc extends BaseDoc {
   subscription_id: string | null;
   invoice_type: InvoiceType;
   status: InvoiceStatus;
-  /** Drafts: `<prefix>-DRAFT-<8 hex>`; from finalization: `<prefix>-<6 digits>`. */
+  /** Drafts: `<prefix>-DRAFT-<first 8 hex digits of the id, lowercase>`; from finalization: `<prefix>-<6 digits>`. */
   number: string;
   sequential_id: number | null;
   currency: string;

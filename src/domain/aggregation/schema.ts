@@ -34,7 +34,9 @@ type AggregationSettingsInput = Pick<
 /**
  * The rules that span fields (billing-rules.md, Usage; api-contract.md, Billable metrics), each a
  * 422 with the offending field as its path:
- * - `field_name` is required, except for `count` and for `custom` with an expression;
+ * - `field_name` is required for every type but `count` ("required for every type but count",
+ *   api-contract.md), `custom` included, with an expression or not (its expression, when set,
+ *   gives the per-event value; without one, `field_name` does);
  * - `recurring` only for sum, unique_count and weighted_sum;
  * - `expression` must parse (syntax, unknown function, arity), and is refused on `count`, which has
  *   no per-event value for it to compute, rather than silently ignored.
@@ -42,13 +44,8 @@ type AggregationSettingsInput = Pick<
 export function checkAggregationSettings(value: AggregationSettingsInput, ctx: z.RefinementCtx): void {
   const type = value.aggregation_type;
   const withExpression = hasExpression(value);
-  const fieldNameOptional = type === 'count' || (type === 'custom' && withExpression);
-  if (!fieldNameOptional && (value.field_name === undefined || value.field_name === null)) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['field_name'],
-      message: type === 'custom' ? 'field_name is required for custom without an expression' : `field_name is required for ${type}`,
-    });
+  if (type !== 'count' && (value.field_name === undefined || value.field_name === null)) {
+    ctx.addIssue({ code: 'custom', path: ['field_name'], message: `field_name is required for ${type}` });
   }
   if (value.recurring && !isRecurringAggregation(type)) {
     ctx.addIssue({

@@ -19,7 +19,10 @@ describe('aggregation settings schema', () => {
       'max, latest with nulls',
       { aggregation_type: 'latest', field_name: 'gb', expression: null, rounding_function: null, rounding_precision: null },
     ],
-    ['custom with an expression and no field_name', { aggregation_type: 'custom', expression: 'cpu_seconds * 2 + memory_mb / 1024' }],
+    [
+      'custom with a field_name and an expression',
+      { aggregation_type: 'custom', field_name: 'cpu_seconds', expression: 'cpu_seconds * 2 + memory_mb / 1024' },
+    ],
     ['custom with a field_name and no expression', { aggregation_type: 'custom', field_name: 'x' }],
     ['sum with an expression', { aggregation_type: 'sum', field_name: 'gb', expression: 'round(bytes / 1073741824, 3)' }],
     ['rounding at the range ends', { aggregation_type: 'sum', field_name: 'gb', rounding_function: 'floor', rounding_precision: -15 }],
@@ -37,11 +40,12 @@ describe('aggregation settings schema', () => {
       'field_name',
       'field_name is required for weighted_sum',
     ],
+    ['custom without expression nor field_name', { aggregation_type: 'custom' }, 'field_name', 'field_name is required for custom'],
     [
-      'custom without expression nor field_name',
-      { aggregation_type: 'custom' },
+      'custom with an expression but no field_name',
+      { aggregation_type: 'custom', expression: 'cpu_seconds * 2 + memory_mb / 1024' },
       'field_name',
-      'field_name is required for custom without an expression',
+      'field_name is required for custom',
     ],
     [
       'sum with an expression but no field_name',
