@@ -4,6 +4,7 @@ import { activate, announce, endTrial } from '../src/billing/subscription/activa
 import { closePeriod } from '../src/billing/subscription/boundary';
 import { cancel, terminate } from '../src/billing/subscription/ending';
 import { changePlan } from '../src/billing/subscription/plan-change';
+import { billEventsInAdvance, type InAdvanceResult } from '../src/billing/subscription/in-advance';
 import { checkThresholds } from '../src/billing/subscription/progressive';
 import { subscriptionBillingContext, type SubscriptionBillingDeps, type SubscriptionStepResult } from '../src/billing/subscription/shared';
 import { toSubscriptionResource, type SubscriptionResource } from '../src/resources/subscription';
@@ -53,6 +54,9 @@ export function createSubscriptionActivities(db: Db, deps: SubscriptionBillingDe
     },
     async terminateSubscription(state: SubscriptionState, at: string, action?: OnTerminationAction): Promise<SubscriptionStepResult> {
       return alive(() => terminate(billing, state, new Date(at), action));
+    },
+    async billUsageInAdvance(state: SubscriptionState, eventIds: string[], at: string): Promise<InAdvanceResult> {
+      return alive(() => billEventsInAdvance(billing, state, eventIds, new Date(at)));
     },
     async readSubscription(subscriptionId: string): Promise<SubscriptionResource> {
       const doc = await db.models.Subscription.findById(subscriptionId).lean();

@@ -9,7 +9,7 @@
  * Imported by workflow code: only @temporalio/workflow, the pure id and search-attribute helpers,
  * and types.
  */
-import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { SubscriptionResource } from '../src/resources/subscription';
 import type { OnTerminationAction, PlanSnapshot, SubscriptionState } from '../src/subscriptions/state';
 import type { TemporalClient } from '../src/temporal/client';
@@ -30,6 +30,8 @@ export interface SubscriptionWorkflowInput {
   maxStepsPerRun?: number;
   /** The customer's test clock, if it is on one (carried through continue-as-new at its current time). */
   clock?: ClockRef | null;
+  /** Events of in-advance charges waiting to be billed (carried through continue-as-new). */
+  inAdvanceEventIds?: string[];
 }
 
 export interface PlanChangeRequest {
@@ -46,6 +48,8 @@ export const terminateUpdate = defineUpdate<SubscriptionResource, [EndRequest]>(
 /** Answers once the workflow's first step ran (the API's answer to a creation). */
 export const readyUpdate = defineUpdate<SubscriptionResource>('ready');
 export const subscriptionStateQuery = defineQuery<SubscriptionState>('state');
+/** Stored events that an in-advance charge of the plan prices (sent by the events API): billed at once. */
+export const usageInAdvanceSignal = defineSignal<[{ eventIds: string[] }]>('usageInAdvance');
 
 /**
  * Starts a subscription's workflow. FAIL: a running one is kept and the start throws

@@ -12,6 +12,8 @@
  *   threshold check     every progressiveCheckMs while the plan has usage thresholds
  * Updates (validators refuse before anything is written; the API answers 4xx from them):
  *   changePlan, cancel, terminate; ready (answers once the first step ran).
+ * Signal: usageInAdvance (events an in-advance charge prices, from the events API): billed
+ *   between steps, each on an invoice of its own.
  * Query: state. (All defined in subscription.messages.ts, with the start options.)
  * Ends when terminated, or canceled after its last invoice.
  *
@@ -39,6 +41,7 @@ import {
   readyUpdate,
   subscriptionStateQuery,
   terminateUpdate,
+  usageInAdvanceSignal,
   type SubscriptionWorkflowInput,
 } from './subscription.messages';
 import { currentClock, markFinished, now, nowIso, useClock, waitFor, waitUntil } from './wait';
@@ -101,6 +104,19 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   };
 
   setHandler(subscriptionStateQuery, () => state);
+
+  // In-advance usage: billed between steps, in the order it arrived (the activity orders each batch by event time).
+  const inAdvance: string[] = [...(input.inAdvanceEventIds ?? [])];
+  setHandler(usageInAdvanceSignal, ({ eventIds }) => {
+    for (const id of eventIds) if (!inAdvance.includes(id)) inAdvance.push(id);
+  });
+  async function billInAdvance(): Promise<void> {
+    while (inAdvance.length > 0 && !isFinal(state.status)) {
+      const batch = inAdvance.slice(0, 500);
+      await acts.billUsageInAdvance(state, batch, nowIso());
+      inAdvance.splice(0, batch.length);
+    }
+  }
 
   setHandler(readyUpdate, async () => {
     await condition(() => started);
@@ -172,16 +188,23 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     await exclusive(catchUp);
     started = true;
     if (isFinal(state.status)) break;
+    if (inAdvance.length > 0) await exclusive(billInAdvance);
 
     if (workflowInfo().continueAsNewSuggested || (input.maxStepsPerRun !== undefined && steps >= input.maxStepsPerRun)) {
       await condition(() => allHandlersFinished() && !isBusy());
-      await continueAsNew<typeof subscriptionWorkflow>({ ...input, state, resumed: true, clock: currentClock() });
+      await continueAsNew<typeof subscriptionWorkflow>({
+        ...input,
+        state,
+        resumed: true,
+        clock: currentClock(),
+        ...(inAdvance.length > 0 ? { inAdvanceEventIds: inAdvance } : {}),
+      });
     }
 
     const seen = changes;
     const due = nextDue(state);
-    if (due) await waitUntil(due.at, () => changes !== seen);
-    else await waitFor(() => changes !== seen);
+    if (due) await waitUntil(due.at, () => changes !== seen || inAdvance.length > 0);
+    else await waitFor(() => changes !== seen || inAdvance.length > 0);
   }
   started = true;
   markFinished();

@@ -5,6 +5,7 @@
 import { filterKey, type FilterValues } from './charge-filters';
 import type { ChargeModel } from './charge-models';
 import type { Dec } from './money';
+import { carriesOver, type AggregationMetric } from './aggregation/metric';
 
 /** One broken rule, at the path of the field that breaks it (`charges.0.pay_in_advance`). */
 export interface ChargeRuleError {
@@ -174,4 +175,13 @@ export function proratedErrors(charge: ChargeRuleInput, metric: ChargeRuleMetric
     ];
   }
   return [];
+}
+
+/**
+ * A charge billed event by event when its events arrive (src/billing/subscription/in-advance.ts):
+ * paid in advance on a metric that does not carry over; a recurring metric's in-advance charge is
+ * billed per period instead.
+ */
+export function billedPerEvent(charge: { pay_in_advance: boolean }, metric: AggregationMetric): boolean {
+  return charge.pay_in_advance && !carriesOver(metric);
 }

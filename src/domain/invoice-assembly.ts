@@ -58,6 +58,10 @@ export interface PricedFee {
    * the period that starts while the usage beside it measured the one that ended.
    */
   period?: { from: Date; to: Date } | undefined;
+  /** Billed when its event arrived (a charge paid in advance), and that event. */
+  pay_in_advance?: boolean | undefined;
+  event_id?: string | undefined;
+  event_transaction_id?: string | undefined;
 }
 
 export interface AssembledFee extends PricedFee {

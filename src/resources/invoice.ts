@@ -9,7 +9,7 @@ const appliedTax = z.object({ tax_id: z.string(), tax_code: z.string(), tax_rate
 export const feeResource = z
   .object({
     id: z.string(),
-    invoice_id: z.string(),
+    invoice_id: z.string().nullable().describe('null for a fee billed in advance on a charge that is not invoiceable'),
     customer_id: z.string(),
     subscription_id: z.string().nullable(),
     fee_type: z.enum(['subscription', 'charge', 'add_on', 'credit', 'commitment']),
@@ -28,6 +28,8 @@ export const feeResource = z
     credited_amount_cents: z.string(),
     applied_taxes: z.array(appliedTax),
     payment_status: z.enum(['pending', 'succeeded', 'failed', 'refunded']),
+    pay_in_advance: z.boolean().describe('billed when its event arrived'),
+    event_transaction_id: z.string().nullable().describe('the event a fee billed in advance prices'),
     period_started_at: nullableTimestamp,
     period_ended_at: nullableTimestamp,
     created_at: timestamp,
@@ -109,6 +111,8 @@ export function toFeeResource(fee: FeeDoc): FeeResource {
       amount_cents: d4(t.amount_cents),
     })),
     payment_status: fee.payment_status,
+    pay_in_advance: fee.pay_in_advance ?? false,
+    event_transaction_id: fee.event_transaction_id ?? null,
     period_started_at: iso(fee.period_started_at),
     period_ended_at: iso(fee.period_ended_at),
     created_at: iso(fee.created_at),

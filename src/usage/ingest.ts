@@ -11,6 +11,7 @@ import type { CustomerDoc } from '../db/models/customer';
 import type { EventDoc } from '../db/models/event';
 import type { SubscriptionDoc } from '../db/models/subscription';
 import { dailyContributionReader, dailyRollUpSupport } from '../domain/aggregation/daily';
+import { billedPerEvent } from '../domain/charge-rules';
 import { Dec } from '../domain/money';
 import { localDate } from '../domain/periods';
 import { toDecimal128 } from '../db/decimal';
@@ -62,9 +63,15 @@ export class Ingestor {
   private pendingMarks: string[] = [];
   private markTimer: NodeJS.Timeout | null = null;
 
+  /**
+   * `inAdvance`: told, once the events are stored, which of them each subscription bills in
+   * advance (a charge paid in advance prices their metric); the events API signals the
+   * subscriptions' workflows, which bill them at once (a lost notice is billed at the period end).
+   */
   constructor(
     private readonly db: Db,
     private readonly catalog: CatalogView,
+    private readonly inAdvance?: (subscriptionId: string, eventIds: string[]) => Promise<void>,
   ) {}
 
   /**
@@ -220,6 +227,18 @@ export class Ingestor {
     for (const d of stored) outcomes[d.index] = { status: 'created', event: d.doc };
 
     await this.rollUp(stored);
+    if (this.inAdvance) {
+      const subscriptionsById = new Map(subscriptions.map((s) => [s._id, s]));
+      const billedNow = new Map<string, string[]>();
+      for (const { doc, metric } of stored) {
+        for (const subscriptionId of doc.subscription_ids) {
+          const plan = plans.get(subscriptionsById.get(subscriptionId)?.plan_id ?? '');
+          if (!plan?.charges.some((c) => c.billable_metric_id === metric._id && billedPerEvent(c, metric))) continue;
+          billedNow.set(subscriptionId, [...(billedNow.get(subscriptionId) ?? []), doc._id]);
+        }
+      }
+      await Promise.all([...billedNow].map(([subscriptionId, eventIds]) => this.inAdvance!(subscriptionId, eventIds)));
+    }
     return outcomes.map((o) => o!);
   }
 

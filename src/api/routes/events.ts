@@ -1,5 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { workflowIds } from '../../temporal/workflow-ids';
+import { usageInAdvanceSignal } from '../../../workflows/subscription.messages';
 import type { EventDoc } from '../../db/models/event';
 import type { OrganizationDoc } from '../../db/models/organization';
 import { Conflict, NotFound, RateLimited, Validation } from '../../errors';
@@ -48,8 +50,15 @@ const batchResult = z
   .meta({ id: 'EventBatchResult' });
 
 export const eventRoutes: FastifyPluginAsyncZod = async (app) => {
-  const { db } = app.deps;
-  const ingestor = new Ingestor(db, new CatalogView(db));
+  const { db, temporal } = app.deps;
+  // Events of in-advance charges: their subscriptions' workflows bill them at once (not waited for
+  // here). A notice that fails is logged: the period's close bills what it missed.
+  const ingestor = new Ingestor(db, new CatalogView(db), (subscriptionId, eventIds) =>
+    temporal.client.workflow
+      .getHandle(workflowIds.subscription(subscriptionId))
+      .signal(usageInAdvanceSignal, { eventIds })
+      .catch((err: unknown) => app.log.warn({ err, subscriptionId }, 'in-advance usage not signalled')),
+  );
   const tags = ['events'];
 
   // The organization's rate limit and time zone, read at most every few seconds per instance.

@@ -16,6 +16,7 @@ import {
   type StepContext,
   type SubscriptionStepResult,
 } from './shared';
+import { billEventsInAdvance, unbilledInAdvanceEvents } from './in-advance';
 
 /**
  * A period boundary: the ended segment is billed (in arrear its base fee, always its usage); a
@@ -28,6 +29,9 @@ export async function closePeriod(ctx: StepContext, state: SubscriptionState, bo
   const action: OnTerminationAction = final ? state.onTerminationAction : 'generate_invoice';
   const segmentFrom = new Date(state.segmentFrom ?? ended.from);
   const invoiceIds: string[] = [];
+  // Events of in-advance charges whose signal never reached the workflow are billed now, before the period closes.
+  const missed = await unbilledInAdvanceEvents(ctx, state, new Date(ended.from), boundary);
+  invoiceIds.push(...(await billEventsInAdvance(ctx, state, missed, boundary)).invoiceIds);
 
   const segment =
     action === 'skip'

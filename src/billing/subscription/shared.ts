@@ -26,6 +26,7 @@ import { deterministicId } from '../../ids';
 import { workflowIds } from '../../temporal/workflow-ids';
 import { emitEvent } from '../../webhooks/emit-event';
 import { CatalogView, type PlanView } from '../../usage/catalog-view';
+import { billedPerEvent } from '../../domain/charge-rules';
 import { computeChargeUsage, type ChargeUsage } from '../../usage/period-usage';
 import { iso } from '../../resources/format';
 import { toSubscriptionResource, type SubscriptionResource } from '../../resources/subscription';
@@ -94,7 +95,7 @@ export function feeIdOf(invoiceId: string): string {
 
 // ---- lines and invoices -------------------------------------------------------------------
 
-async function planView(ctx: StepContext, id: string): Promise<PlanView> {
+export async function planView(ctx: StepContext, id: string): Promise<PlanView> {
   const plan = (await ctx.catalog.plansById([id])).get(id);
   if (!plan) throw new Error(`plan ${id} not found`);
   return plan;
@@ -175,9 +176,11 @@ export async function segmentLines(
   if (options.baseFee) fees.push(baseFee(segment.baseFee, segment.usedDays, span));
 
   const plan = await planView(ctx, snapshot.id);
-  const charges = plan.charges.filter((c) => c.invoiceable !== false);
+  const invoiceable = plan.charges.filter((c) => c.invoiceable !== false);
+  const metrics = await ctx.catalog.metricsById(state.organizationId, [...new Set(invoiceable.map((c) => c.billable_metric_id))]);
+  // Charges billed event by event as their events arrive are not billed again here.
+  const charges = invoiceable.filter((c) => !billedPerEvent(c, metrics.get(c.billable_metric_id)!));
   if (charges.length > 0 && start.getTime() < usageTo.getTime()) {
-    const metrics = await ctx.catalog.metricsById(state.organizationId, [...new Set(charges.map((c) => c.billable_metric_id))]);
     const withEvents = await metricsWithEvents(ctx, state, start, usageTo);
     const usage = await computeChargeUsage(ctx.db, { ...plan, charges }, metrics, {
       subscriptionId: state.subscriptionId,

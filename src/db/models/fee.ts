@@ -13,7 +13,8 @@ export interface FeeAppliedTax {
 /** One line of an invoice (the specification's Fee). Amounts in cents with 4 fractional digits. */
 export interface FeeDoc extends BaseDoc {
   organization_id: string;
-  invoice_id: string;
+  /** Null for a fee billed in advance on a charge that is not invoiceable. */
+  invoice_id: string | null;
   customer_id: string;
   subscription_id: string | null;
   /** Unique within the invoice: `charge/<id>/<filter key>`, `subscription`, `commitment`, `line/<n>`. */
@@ -37,6 +38,10 @@ export interface FeeDoc extends BaseDoc {
   credited_amount_cents: Types.Decimal128;
   /** Credit note items already counted in credited_amount_cents (exactly-once markers). */
   credit_note_item_ids: string[];
+  /** Billed when its event arrived (a charge paid in advance); `event_id` is that event. */
+  pay_in_advance: boolean;
+  event_id: string | null;
+  event_transaction_id: string | null;
   period_started_at: Date | null;
   period_ended_at: Date | null;
 }
@@ -45,7 +50,7 @@ export const feeSchema = new Schema<FeeDoc>(
   {
     _id: uuidId,
     organization_id: { type: String, required: true },
-    invoice_id: { type: String, required: true },
+    invoice_id: { type: String, default: null },
     customer_id: { type: String, required: true },
     subscription_id: { type: String, default: null },
     key: { type: String, required: true },
@@ -71,6 +76,9 @@ export const feeSchema = new Schema<FeeDoc>(
     credit_note_item_ids: { type: [String], default: [] },
     period_started_at: { type: Date, default: null },
     period_ended_at: { type: Date, default: null },
+    pay_in_advance: { type: Boolean, default: false },
+    event_id: { type: String, default: null },
+    event_transaction_id: { type: String, default: null },
   },
   collectionOptions<FeeDoc>('fees'),
 );
@@ -79,3 +87,5 @@ export const feeSchema = new Schema<FeeDoc>(
 feeSchema.index({ invoice_id: 1, key: 1 }, { unique: true });
 feeSchema.index({ organization_id: 1, created_at: -1, _id: -1 });
 feeSchema.index({ organization_id: 1, customer_id: 1 });
+// The fees billed in advance in a charge's period (src/billing/subscription/in-advance.ts).
+feeSchema.index({ subscription_id: 1, charge_id: 1, period_started_at: 1 }, { partialFilterExpression: { pay_in_advance: true } });

@@ -1,0 +1,229 @@
+// Charges paid in advance (api-contract.md, Invoices: in-advance charges; lago-reference.md 2.10):
+// each event of such a charge's metric is billed when it arrives, on an invoice of its own (or as a
+// fee without an invoice when the charge is not invoiceable), and never again at the period end.
+//
+// Exactly once per event, whatever the retries or the order of arrival: the fee is keyed by the
+// event (its invoice's idempotency key, or the fee's own id), and an event's price is what the
+// bucket's price over the events billed so far in its period, with it, exceeds what they were
+// billed (Lago's running maximum: usage that goes down and up again is not billed twice).
+import { isDuplicateKeyError } from '../../db';
+import { fromDecimal128, toDecimal128 } from '../../db/decimal';
+import type { EventDoc } from '../../db/models/event';
+import { aggregate } from '../../domain/aggregation';
+import { billedPerEvent } from '../../domain/charge-rules';
+import { matchingFilterIndex } from '../../domain/charge-filters';
+import { priceEventInAdvance } from '../../domain/charges';
+import { Dec, roundFee, sum, ZERO } from '../../domain/money';
+import { periodContaining } from '../../domain/periods';
+import type { UsageEvent } from '../../domain/usage-types';
+import { deterministicId } from '../../ids';
+import { scheduleOf, type SubscriptionState } from '../../subscriptions/state';
+import type { ChargeView, MetricView } from '../../usage/catalog-view';
+import { createInvoice } from '../invoices';
+import { planView, type StepContext } from './shared';
+
+const usageEventOf = (event: Pick<EventDoc, 'transaction_id' | 'timestamp' | 'properties'>): UsageEvent => ({
+  transactionId: event.transaction_id,
+  timestamp: event.timestamp,
+  properties: (event.properties ?? {}) as Record<string, unknown>,
+});
+
+/** The billing period (clipped to the subscription's start) an event falls in. */
+function periodOf(state: SubscriptionState, at: Date): { from: Date; to: Date } {
+  const period = periodContaining({ ...scheduleOf(state, state.plan.interval), at });
+  const startedAt = new Date(state.startedAt);
+  return { from: period.from < startedAt ? startedAt : period.from, to: period.to };
+}
+
+export interface InAdvanceResult {
+  invoiceIds: string[];
+  feeIds: string[];
+}
+
+/**
+ * Bills the given events (of this subscription) in advance, in the order they happened; events
+ * already billed, or of metrics no in-advance charge of the plan prices, are passed over.
+ */
+export async function billEventsInAdvance(
+  ctx: StepContext,
+  state: SubscriptionState,
+  eventIds: string[],
+  at: Date,
+): Promise<InAdvanceResult> {
+  const result: InAdvanceResult = { invoiceIds: [], feeIds: [] };
+  if (eventIds.length === 0) return result;
+  const plan = await planView(ctx, state.plan.id);
+  const candidates = plan.charges.filter((c) => c.pay_in_advance);
+  if (candidates.length === 0) return result;
+  const metrics = await ctx.catalog.metricsById(state.organizationId, [...new Set(candidates.map((c) => c.billable_metric_id))]);
+  const charges = candidates.filter((c) => billedPerEvent(c, metrics.get(c.billable_metric_id)!));
+  if (charges.length === 0) return result;
+  const events = await ctx.db.models.Event.find({
+    _id: { $in: eventIds },
+    organization_id: state.organizationId,
+    subscription_ids: state.subscriptionId,
+    billable_metric_id: { $in: charges.map((c) => c.billable_metric_id) },
+  }).lean();
+  events.sort((a, b) => a.timestamp.getTime() - b.timestamp.getTime() || (a._id < b._id ? -1 : 1));
+  for (const event of events) {
+    for (const charge of charges.filter((c) => c.billable_metric_id === event.billable_metric_id)) {
+      const billed = await billEvent(ctx, state, charge, metrics.get(charge.billable_metric_id)!, event, at);
+      if (billed?.invoiceId) result.invoiceIds.push(billed.invoiceId);
+      if (billed) result.feeIds.push(billed.feeId);
+    }
+  }
+  return result;
+}
+
+/**
+ * The events of `[from, to)` that an in-advance charge prices and that have no fee yet (a signal
+ * lost between the API and the workflow): billed before the period's invoice, so none is missed.
+ */
+export async function unbilledInAdvanceEvents(ctx: StepContext, state: SubscriptionState, from: Date, to: Date): Promise<string[]> {
+  const plan = await planView(ctx, state.plan.id);
+  const candidates = plan.charges.filter((c) => c.pay_in_advance);
+  if (candidates.length === 0) return [];
+  const metrics = await ctx.catalog.metricsById(state.organizationId, [...new Set(candidates.map((c) => c.billable_metric_id))]);
+  const metricIds = [
+    ...new Set(candidates.filter((c) => billedPerEvent(c, metrics.get(c.billable_metric_id)!)).map((c) => c.billable_metric_id)),
+  ];
+  if (metricIds.length === 0) return [];
+  const [events, fees] = await Promise.all([
+    ctx.db.models.Event.find(
+      {
+        organization_id: state.organizationId,
+        subscription_ids: state.subscriptionId,
+        billable_metric_id: { $in: metricIds },
+        timestamp: { $gte: from, $lt: to },
+      },
+      { _id: 1 },
+    ).lean(),
+    ctx.db.models.Fee.find(
+      { subscription_id: state.subscriptionId, pay_in_advance: true, period_started_at: { $gte: from, $lt: to } },
+      { event_id: 1 },
+    ).lean(),
+  ]);
+  const billed = new Set(fees.map((f) => f.event_id));
+  return events.map((e) => e._id).filter((id) => !billed.has(id));
+}
+
+async function billEvent(
+  ctx: StepContext,
+  state: SubscriptionState,
+  charge: ChargeView,
+  metric: MetricView,
+  event: EventDoc,
+  at: Date,
+): Promise<{ feeId: string; invoiceId: string | null } | null> {
+  const { Event, Fee } = ctx.db.models;
+  const period = periodOf(state, event.timestamp);
+  const bucket = matchingFilterIndex(charge.filters, (event.properties ?? {}) as Record<string, unknown>);
+  const filter = bucket === null ? null : charge.filters[bucket]!;
+  const invoiceable = charge.invoiceable !== false;
+  const key = `${state.subscriptionId}/in_advance/${charge._id}/${event._id}`;
+
+  // The bucket's fees so far in the period: their events are the usage billed before this one.
+  const earlier = await Fee.find(
+    {
+      subscription_id: state.subscriptionId,
+      charge_id: charge._id,
+      charge_filter_id: filter?._id ?? null,
+      pay_in_advance: true,
+      period_started_at: period.from,
+    },
+    { event_id: 1, amount_cents: 1 },
+  ).lean();
+  if (earlier.some((f) => f.event_id === event._id)) return null;
+  const earlierEvents = await Event.find(
+    { _id: { $in: earlier.map((f) => f.event_id).filter((id): id is string => id !== null) } },
+    { transaction_id: 1, timestamp: 1, properties: 1 },
+  ).lean();
+  // Rounding does not apply to in-advance pricing (lago-reference.md 1.3).
+  const unrounded = { ...metric, rounding_function: null, rounding_precision: null };
+  const context = { from: period.from, to: period.to };
+  const before = aggregate(unrounded, earlierEvents.map(usageEventOf), context);
+  const after = aggregate(unrounded, [...earlierEvents, event].map(usageEventOf), context);
+  const alreadyBilled = sum(earlier.map((f) => fromDecimal128(f.amount_cents) ?? ZERO));
+  const amount = priceEventInAdvance({
+    charge_model: charge.charge_model,
+    properties: filter ? filter.properties : charge.properties,
+    before,
+    after,
+    ...(earlier.length > 0 ? { alreadyBilled } : {}),
+  });
+  const units = after.units.minus(before.units);
+  const line = {
+    key: `charge/${charge._id}${filter ? `/filter/${filter._id}` : ''}/event/${event._id}`,
+    fee_type: 'charge' as const,
+    charge_id: charge._id,
+    ...(filter ? { charge_filter_id: filter._id } : {}),
+    ...((filter?.invoice_display_name ?? charge.invoice_display_name)
+      ? { invoice_display_name: (filter?.invoice_display_name ?? charge.invoice_display_name)! }
+      : {}),
+    amount_cents: amount,
+    units,
+    events_count: 1,
+    unit_amount_cents: units.isZero() ? ZERO : roundFee(amount.div(units)),
+    period,
+    pay_in_advance: true,
+    event_id: event._id,
+    event_transaction_id: event.transaction_id,
+  };
+
+  if (invoiceable && amount.greaterThan(0)) {
+    const invoice = await createInvoice(ctx.db, ctx.deps, {
+      organizationId: state.organizationId,
+      customerId: state.customerId,
+      subscriptionId: state.subscriptionId,
+      invoiceType: 'subscription',
+      currency: state.plan.currency,
+      idempotencyKey: key,
+      fees: [line],
+      planId: state.plan.id,
+      periodStartedAt: period.from,
+      periodEndedAt: period.to,
+      gracePeriodDays: 0,
+      finalizeAtCreation: true,
+      at,
+    });
+    return { feeId: deterministicId(`fee/${invoice._id}/${line.key}`), invoiceId: invoice._id };
+  }
+  // Not invoiceable, or nothing to pay (an event that adds nothing issues no invoice): the fee
+  // alone, so that the event counts as billed.
+  const feeId = deterministicId(`fee/${key}`);
+  try {
+    await Fee.create({
+      _id: feeId,
+      organization_id: state.organizationId,
+      invoice_id: null,
+      customer_id: state.customerId,
+      subscription_id: state.subscriptionId,
+      // Unique without an invoice: an event two subscriptions take is billed by each.
+      key: `${line.key}/subscription/${state.subscriptionId}`,
+      fee_type: 'charge',
+      charge_id: charge._id,
+      charge_filter_id: filter?._id ?? null,
+      invoice_display_name: line.invoice_display_name ?? null,
+      currency: state.plan.currency,
+      units: toDecimal128(units),
+      events_count: 1,
+      unit_amount_cents: toDecimal128(line.unit_amount_cents),
+      amount_cents: toDecimal128(amount),
+      taxes_amount_cents: toDecimal128(new Dec(0)),
+      total_amount_cents: toDecimal128(amount),
+      applied_taxes: [],
+      payment_status: 'pending',
+      credited_amount_cents: toDecimal128(new Dec(0)),
+      period_started_at: period.from,
+      period_ended_at: period.to,
+      pay_in_advance: true,
+      event_id: event._id,
+      event_transaction_id: event.transaction_id,
+      created_at: at,
+      updated_at: at,
+    });
+  } catch (err) {
+    if (!isDuplicateKeyError(err)) throw err;
+  }
+  return { feeId, invoiceId: null };
+}
