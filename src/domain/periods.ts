@@ -101,6 +101,16 @@ export function startOfNextLocalDay(at: Date, timezone: string): Date {
   return localMidnight(fromCalendarDate(next), timezone);
 }
 
+/**
+ * The local midnight `days` dates after the date `at` falls on (0: the midnight starting that date),
+ * e.g. the end of `days` billed dates starting on the date of `at`.
+ */
+export function startOfLocalDayAfter(at: Date, days: number, timezone: string): Date {
+  assertTimezone(timezone);
+  if (!Number.isInteger(days)) throw new RangeError(`days must be an integer, got ${days}`);
+  return localMidnight(fromCalendarDate(asCalendarDate(toLocalDate(at, timezone)).plus({ days })), timezone);
+}
+
 function daysBetweenDates(from: LocalDate, to: LocalDate): number {
   return Math.round(asCalendarDate(to).diff(asCalendarDate(from), 'days').days);
 }

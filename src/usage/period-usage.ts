@@ -4,11 +4,12 @@
 // Where it reads: for metrics whose daily roll-up is exact (count, sum, max, custom sums) and
 // charge models that need only the units, the daily_usage rows of the whole local days in the
 // range, plus raw events for a partial first day (a subscription or trial starting mid-day).
-// Everything else reads the range's raw events.
+// Everything else reads the range's raw events, prorated charges too (their units weigh each
+// event's date).
 import type Decimal from 'decimal.js';
 import type { Db } from '../db';
 import { fromDecimal128 } from '../db/decimal';
-import { aggregate, aggregateDailyRows, carriesOver, dailyRollUpSupport } from '../domain/aggregation';
+import { aggregate, aggregateDailyRows, carriesOver, dailyRollUpSupport, prorationFor, type ProrationContext } from '../domain/aggregation';
 import { matchingFilterIndex } from '../domain/charge-filters';
 import { type ChargeFees, computeChargeFees, FULL_PERIOD, type ProrationRatio } from '../domain/charges';
 import { Dec } from '../domain/money';
@@ -38,7 +39,17 @@ export interface UsageRange {
    * every event stamped inside the range (current usage is what has been reported for the period).
    */
   now?: Date;
+  /**
+   * The part of the period billed, `usedDays` of its `periodDays`, when it is not the whole period
+   * (FULL_PERIOD or undefined: the whole period). It prorates caps, and prorated charges.
+   */
   proration?: ProrationRatio;
+  /**
+   * The end of the billed part when `to` stops earlier (progressive billing reads usage up to now
+   * but bills the segment to its end): prorated charges weigh units present up to it. Default: for
+   * a part of the period, the midnight after its `proration.usedDays` dates; else `to`.
+   */
+  billedTo?: Date;
   /**
    * Billing-day scoping: when given, a charge whose metric is not in the set (no event in the
    * range) is priced at zero units without reading usage. Recurring metrics are always read.
@@ -46,8 +57,18 @@ export interface UsageRange {
   metricIdsWithEvents?: Set<string>;
 }
 
-/** Charge models that price from per-event values or event properties, not units alone. */
+/**
+ * A charge with `prorated: true` billed in arrear: its units weigh each recurring unit by the part of
+ * the period it was present (lago-reference.md 2.10). Prorated in advance is not implemented: such a
+ * charge is billed unprorated, in full at the period start as Lago bills it on the billing date.
+ */
+function proratedInArrear(charge: ChargeView): boolean {
+  return charge.prorated === true && !charge.pay_in_advance;
+}
+
+/** Charge models that price from per-event values or event properties, not units alone; prorated charges. */
 function needsEvents(charge: ChargeView): boolean {
+  if (proratedInArrear(charge)) return true;
   if (charge.charge_model === 'dynamic') return true;
   if (charge.charge_model === 'percentage') {
     const p = charge.properties;
@@ -77,13 +98,17 @@ export async function computeChargeUsage(
       const metric = metrics.get(charge.billable_metric_id);
       if (!metric) throw new Error(`billable metric ${charge.billable_metric_id} of charge ${charge._id} not found`);
       const from = carriesOver(metric) ? range.subscriptionStartedAt : range.from;
+      // Taken before `from` is moved back to the subscription start for a recurring metric.
+      const prorate = proratedInArrear(charge)
+        ? prorationFor({ from: range.from, to: range.to, timezone: range.timezone, ratio: range.proration, billedTo: range.billedTo })
+        : undefined;
       const useDaily = dailyRollUpSupport(metric).exact && !needsEvents(charge);
       const skip = range.metricIdsWithEvents !== undefined && !carriesOver(metric) && !range.metricIdsWithEvents.has(metric._id);
       const aggregations = skip
         ? { default: emptyAggregation(), filters: charge.filters.map(() => emptyAggregation()) }
         : useDaily
           ? await fromDailyRows(db, charge, metric, { ...range, from })
-          : await fromEvents(db, charge, metric, { ...range, from });
+          : await fromEvents(db, charge, metric, { ...range, from }, prorate);
       const fees = computeChargeFees(
         {
           charge_model: charge.charge_model,
@@ -125,7 +150,7 @@ async function loadEvents(db: Db, range: UsageRange, metric: MetricView, from: D
   }));
 }
 
-async function fromEvents(db: Db, charge: ChargeView, metric: MetricView, range: UsageRange) {
+async function fromEvents(db: Db, charge: ChargeView, metric: MetricView, range: UsageRange, prorate: ProrationContext | undefined) {
   const events = await loadEvents(db, range, metric, range.from, range.to);
   const buckets: UsageEvent[][] = charge.filters.map(() => []);
   const fallback: UsageEvent[] = [];
@@ -137,6 +162,7 @@ async function fromEvents(db: Db, charge: ChargeView, metric: MetricView, range:
     from: range.from,
     to: range.to,
     ...(range.now && metric.aggregation_type === 'weighted_sum' ? { now: range.now } : {}),
+    ...(prorate ? { prorate } : {}),
   };
   return {
     default: aggregate(metric, fallback, context),

@@ -13,7 +13,7 @@
 // 2026-03-31T22:00Z (CEST from March 29).
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { aggregate } from '../../src/domain/aggregation';
+import { aggregate, type ProrationContext } from '../../src/domain/aggregation';
 import { splitEventsByFilters } from '../../src/domain/charge-filters';
 import { computeChargeFees } from '../../src/domain/charges';
 import { toDecimal4String } from '../../src/domain/money';
@@ -174,13 +174,18 @@ function engine(
   charge: ChargeResource,
   stored: readonly EventResource[],
   subscriptionId: string,
-  range: { from: Date; to: Date; now?: Date } = { from: MONTH_START, to: MONTH_END },
+  range: { from: Date; to: Date; now?: Date; prorate?: ProrationContext } = { from: MONTH_START, to: MONTH_END },
 ) {
   const events: UsageEvent[] = stored
     .filter((e) => e.code === metric.code && e.subscription_ids.includes(subscriptionId))
     .map((e) => ({ transactionId: e.transaction_id, timestamp: new Date(e.timestamp), properties: e.properties }));
   // Current usage counts every event reported for the period; only weighted_sum integrates up to now.
-  const context = { from: range.from, to: range.to, ...(metric.aggregation_type === 'weighted_sum' ? { now: range.now ?? clock } : {}) };
+  const context = {
+    from: range.from,
+    to: range.to,
+    ...(metric.aggregation_type === 'weighted_sum' ? { now: range.now ?? clock } : {}),
+    ...(range.prorate ? { prorate: range.prorate } : {}),
+  };
   const split = splitEventsByFilters(charge.filters, events);
   const filterAggregations = charge.filters.map((_, i) => aggregate(metric, split.filters[i]!, context));
   const fees = computeChargeFees(
@@ -577,6 +582,51 @@ describe('aggregations', () => {
     expect(amountsOf(recurringCharge!)).toEqual(engine(recurring, plan.charges[0]!, stored, subscriptionId).view);
     expect(amountsOf(meteredCharge!)).toEqual(engine(metered, plan.charges[1]!, stored, subscriptionId).view);
     expect(usage.amount_cents).toBe('600.0000');
+  });
+
+  it('prorated charges weigh each recurring unit by the local dates of the period it was present, in the customer time zone', async () => {
+    // lago-reference.md 2.10, api-contract.md: units exact, only the fee rounded (4 decimals).
+    const customer = await createCustomer(org); // Europe/Paris: March 2026 is 31 local dates
+    const seats = await createMetric(org, { aggregation_type: 'sum', field_name: 'seats', recurring: true });
+    const users = await createMetric(org, { aggregation_type: 'unique_count', field_name: 'user_id', recurring: true });
+    const plan = await createPlan(org, [
+      { billable_metric_id: seats.id, charge_model: 'standard', properties: { amount: '1000' }, prorated: true },
+      { billable_metric_id: seats.id, charge_model: 'standard', properties: { amount: '1000' } },
+      { billable_metric_id: users.id, charge_model: 'standard', properties: { amount: '250' }, prorated: true },
+    ]);
+    expect(plan.charges.map((c) => c.prorated)).toEqual([true, false, true]);
+    // Started on 2026-02-01 00:00 in Paris.
+    const subscriptionId = await subscribe(org, customer, plan, { startedAt: new Date('2026-01-31T23:00:00.000Z') });
+    const stored = [
+      ...(await send(org, customer, seats.code, [
+        ['2026-02-10T10:00:00Z', { seats: 2 }], // carried over: all 31 dates
+        ['2026-03-10T23:30:00Z', { seats: 1 }], // March 11 00:30 in Paris (March 10 in UTC): dates 11..31 = 21
+        [march(16), { seats: -1 }], // removal: subtracts for dates 16..31 = 16
+      ])),
+      ...(await send(org, customer, users.code, [
+        ['2026-02-05T10:00:00Z', { user_id: 'u1' }], // carried over: 31 dates
+        ['2026-03-10T23:30:00Z', { user_id: 'u2' }], // March 11 in Paris
+        [march(16), { user_id: 'u2', operation_type: 'remove' }], // u2 present March 11..16 = 6 dates
+      ])),
+    ];
+
+    const usage = await usageOf(org, customer.id);
+    expect(usage).toMatchObject({ from_datetime: MONTH_START.toISOString(), to_datetime: MONTH_END.toISOString() });
+    const [proratedSeats, fullSeats, proratedUsers] = plan.charges.map((c) => chargeOf(usage, c.id));
+    // (2 x 31 + 1 x 21 - 1 x 16) / 31 = 67/31 = 2.16129… seats; x 1000 = 2161.2903… -> 2161.2903.
+    // (Had the event's UTC date been used: (62 + 22 - 16) / 31 x 1000 = 2193.5484.)
+    expect(amountsOf(proratedSeats!)).toEqual({ units: '2.1613', events_count: 3, amount_cents: '2161.2903', filters: [] });
+    // The same events unprorated: 2 + 1 - 1 = 2 seats x 1000 = 2000.
+    expect(amountsOf(fullSeats!)).toEqual({ units: '2.0000', events_count: 3, amount_cents: '2000.0000', filters: [] });
+    // (31 + 6) / 31 = 37/31 = 1.19354… users; x 250 = 298.3870967… -> 298.3871.
+    expect(amountsOf(proratedUsers!)).toEqual({ units: '1.1935', events_count: 3, amount_cents: '298.3871', filters: [] });
+    expect(usage.amount_cents).toBe('4459.6774'); // 2161.2903 + 2000 + 298.3871
+
+    const prorate: ProrationContext = { from: MONTH_START, to: MONTH_END, periodDays: 31, timezone: 'Europe/Paris' };
+    const range = { from: MONTH_START, to: MONTH_END, prorate };
+    expect(amountsOf(proratedSeats!)).toEqual(engine(seats, plan.charges[0]!, stored, subscriptionId, range).view);
+    expect(amountsOf(fullSeats!)).toEqual(engine(seats, plan.charges[1]!, stored, subscriptionId).view);
+    expect(amountsOf(proratedUsers!)).toEqual(engine(users, plan.charges[2]!, stored, subscriptionId, range).view);
   });
 
   it('weighted_sum integrates the level from the period start to now over the whole period (raw events)', async () => {

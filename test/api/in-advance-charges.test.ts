@@ -39,17 +39,16 @@ const uid = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
 const START = '2030-03-01T00:00:00.000Z';
 const NOW = '2030-03-20T00:00:00.000Z';
 const PERIOD_END = '2030-04-01T00:00:00.000Z';
-/** March `day` at `hour`:00 UTC, before the clock's NOW. */
-const march = (day: number, hour = 10) => `2030-03-${String(day).padStart(2, '0')}T${String(hour).padStart(2, '0')}:00:00.000Z`;
+/** March `day` at 10:00 UTC, before the clock's NOW. */
+const march = (day: number) => `2030-03-${String(day).padStart(2, '0')}T10:00:00.000Z`;
 
+/** One test's world; `charge(name)` is the plan's charge on metric `name`. */
 interface Setup {
   org: TestOrganization;
   clock: TestClockResource;
   customer: CustomerResource;
-  plan: PlanResource;
   sub: SubscriptionResource;
   metrics: Record<string, BillableMetricResource>;
-  /** The plan's charge on metric `name`. */
   charge: (name: string) => PlanResource['charges'][number];
 }
 
@@ -58,12 +57,7 @@ type ChargeSpec = Record<string, unknown> & { metric: string };
 
 /** An organization, its metrics and a monthly plan, a clock customer subscribed on March 1, the clock at March 20. */
 async function setup(metricSpecs: Record<string, MetricSpec>, charges: ChargeSpec[], amountCents = 0): Promise<Setup> {
-  const org = await createOrganization(stack.app, {
-    name: uid('In Advance'),
-    default_currency: 'USD',
-    timezone: 'UTC',
-    events_rate_limit_per_minute: 100_000,
-  });
+  const org = await createOrganization(stack.app, { name: uid('In Advance'), default_currency: 'USD', timezone: 'UTC' });
   const call = (method: Method, url: string, payload?: unknown) => injectAs(stack.app, org, method, url, payload);
   const metrics: Record<string, BillableMetricResource> = {};
   for (const [name, spec] of Object.entries(metricSpecs)) {
@@ -91,15 +85,8 @@ async function setup(metricSpecs: Record<string, MetricSpec>, charges: ChargeSpe
     201,
   );
   expect(sub).toMatchObject({ started_at: START, current_period_ending_at: PERIOD_END });
-  const s: Setup = {
-    org,
-    clock,
-    customer,
-    plan,
-    sub,
-    metrics,
-    charge: (name) => plan.charges.find((c) => c.billable_metric_id === metrics[name]!.id)!,
-  };
+  const charge = (name: string) => plan.charges.find((c) => c.billable_metric_id === metrics[name]!.id)!;
+  const s: Setup = { org, clock, customer, sub, metrics, charge };
   await advance(s, NOW);
   return s;
 }
@@ -110,15 +97,11 @@ const api = (s: Setup, method: Method, url: string, payload?: unknown) => inject
 async function advance(s: Setup, iso: string): Promise<void> {
   worker.assertAlive();
   ok(await api(s, 'POST', `/v1/test_clocks/${s.clock.id}/advance`, { frozen_time: iso }), 202);
-  await eventually(
-    async () => {
-      worker.assertAlive();
-      const clock = ok<TestClockResource>(await api(s, 'GET', `/v1/test_clocks/${s.clock.id}`));
-      return clock.status === 'ready' && clock.frozen_time === iso ? clock : undefined;
-    },
-    60_000,
-    `clock ready at ${iso}`,
-  );
+  const ready = async () => {
+    worker.assertAlive();
+    return ok<TestClockResource>(await api(s, 'GET', `/v1/test_clocks/${s.clock.id}`)).status === 'ready' ? true : undefined;
+  };
+  await eventually(ready, 60_000, `clock ready at ${iso}`);
 }
 
 /** One event of metric `name` through POST /v1/events (the raw response). */
@@ -137,7 +120,7 @@ async function feesOf(s: Setup, chargeId?: string): Promise<FeeResource[]> {
   return chargeId === undefined ? fees : fees.filter((f) => f.charge_id === chargeId);
 }
 
-/** Waits until the charge has `n` fees, and each invoiced one's invoice is visible; then the fees. */
+/** Waits until the charge has `n` fees, and each invoiced one's invoice is no longer a draft; then the fees. */
 async function awaitFees(s: Setup, chargeId: string, n: number): Promise<FeeResource[]> {
   const fees = await eventually(
     async () => {
@@ -150,18 +133,22 @@ async function awaitFees(s: Setup, chargeId: string, n: number): Promise<FeeReso
     `${n} fees of charge ${chargeId}`,
   );
   for (const f of fees.filter((f) => f.invoice_id !== null)) {
-    await eventually(async () => ((await api(s, 'GET', `/v1/invoices/${f.invoice_id}`)).statusCode === 200 ? true : undefined), 10_000);
+    // The fee is written before its invoice, which is created as a draft and then finalized.
+    const finalized = async () => (await api(s, 'GET', `/v1/invoices/${f.invoice_id}`)).json<InvoiceResource>().status === 'finalized';
+    await eventually(async () => ((await finalized()) ? true : undefined), 10_000, `invoice ${f.invoice_id} finalized`);
   }
   return fees;
 }
 
-/** Sends one event of metric `name` (201) and answers the one fee its charge gains. */
+/** Sends one event of metric `name` (201) and answers the one fee its charge gains (naming that event). */
 async function bill(s: Setup, name: string, timestamp: string, properties: Record<string, unknown> = {}): Promise<FeeResource> {
   const chargeId = s.charge(name).id;
   const before = await feesOf(s, chargeId);
-  ok(await postEvent(s, name, timestamp, properties), 201);
-  const after = await awaitFees(s, chargeId, before.length + 1);
-  return after.find((f) => !before.some((b) => b.id === f.id))!;
+  const tx = uid('tx');
+  ok(await postEvent(s, name, timestamp, properties, tx), 201);
+  const fee = (await awaitFees(s, chargeId, before.length + 1)).find((f) => !before.some((b) => b.id === f.id))!;
+  expect(fee.event_transaction_id).toBe(tx);
+  return fee;
 }
 
 /** The subscription's invoices with their fees, oldest first. */
@@ -192,6 +179,26 @@ async function expectOwnInvoice(s: Setup, fee: FeeResource, total: string): Prom
 const amounts = (fees: FeeResource[]) => fees.map((f) => f.amount_cents).sort();
 const total = (fees: FeeResource[]) => fees.reduce((t, f) => t + Number(f.amount_cents), 0);
 
+/** Sends events of metric `name` one at a time, on consecutive March days from `firstDay`: their fees. */
+async function billEach(s: Setup, name: string, firstDay: number, events: Record<string, unknown>[]): Promise<FeeResource[]> {
+  const fees: FeeResource[] = [];
+  for (const [i, properties] of events.entries()) fees.push(await bill(s, name, march(firstDay + i), properties));
+  return fees;
+}
+
+/** Adjacent tiers: [0, 2] 100 per unit + 50 flat; (2, ∞) 40 per unit + 20 flat. */
+const GRADUATED: ChargeSpec = {
+  metric: 'calls',
+  charge_model: 'graduated',
+  pay_in_advance: true,
+  properties: {
+    graduated_ranges: [
+      { from_value: 0, to_value: 2, per_unit_amount: '100', flat_amount: '50' },
+      { from_value: 2, to_value: null, per_unit_amount: '40', flat_amount: '20' },
+    ],
+  },
+};
+
 // ---- 1. standard, sum: Lago's running maximum --------------------------------------------------
 
 describe('a standard charge in advance on a sum metric', () => {
@@ -221,7 +228,8 @@ describe('a standard charge in advance on a sum metric', () => {
     // exists so that the event counts as billed. No fee is ever negative, units included
     // (billing-rules.md "Billing periods"): units 0.
     const second = await bill(s, 'storage', march(3), { value: -5 });
-    expect(second).toMatchObject({ invoice_id: null, pay_in_advance: true, events_count: 1, amount_cents: '0.0000', units: '0.0000' });
+    expect(second).toMatchObject({ invoice_id: null, pay_in_advance: true, events_count: 1, amount_cents: '0.0000' });
+    expect(second).toMatchObject({ units: '0.0000', unit_amount_cents: '0.0000' });
 
     // +8: the sum is 13, price 1300, already billed 1000 + 0: 300 (the part above the max of 10).
     // Units: the event's 8 (the aggregation's delta; Lago would show the 3 units above its max).
@@ -230,8 +238,7 @@ describe('a standard charge in advance on a sum metric', () => {
     await expectOwnInvoice(s, third, '300.0000');
 
     // Two invoices, one per positive fee; 1300 = price of the period's 13 units.
-    const invoices = await invoicesOf(s);
-    expect(invoices.map((i) => i.id).sort()).toEqual([first.invoice_id, third.invoice_id].sort());
+    expect((await invoicesOf(s)).map((i) => i.id).sort()).toEqual([first.invoice_id, third.invoice_id].sort());
     expect(total(await feesOf(s))).toBe(1300);
   });
 });
@@ -240,23 +247,9 @@ describe('a standard charge in advance on a sum metric', () => {
 
 describe('a graduated charge in advance on a count metric', () => {
   it("bills the first tier's flat amount with the first event, then the exact increments across tiers", async () => {
-    // Adjacent tiers: [0, 2] 100 per unit + 50 flat; (2, ∞) 40 per unit + 20 flat.
-    // price(n) = 100 n + 50 for 1 <= n <= 2; 250 + 40 (n − 2) + 20 for n > 2.
-    const s = await setup({ calls: { aggregation_type: 'count' } }, [
-      {
-        metric: 'calls',
-        charge_model: 'graduated',
-        pay_in_advance: true,
-        properties: {
-          graduated_ranges: [
-            { from_value: 0, to_value: 2, per_unit_amount: '100', flat_amount: '50' },
-            { from_value: 2, to_value: null, per_unit_amount: '40', flat_amount: '20' },
-          ],
-        },
-      },
-    ]);
-    const fees: FeeResource[] = [];
-    for (const day of [2, 3, 4, 5]) fees.push(await bill(s, 'calls', march(day)));
+    // GRADUATED: price(n) = 100 n + 50 for 1 <= n <= 2; 250 + 40 (n − 2) + 20 for n > 2.
+    const s = await setup({ calls: { aggregation_type: 'count' } }, [GRADUATED]);
+    const fees = await billEach(s, 'calls', 2, [{}, {}, {}, {}]);
     // 1: price(1) − 0 (the flat is not in "before") = 100 + 50 = 150.
     // 2: price(2) − 150 = 250 − 150 = 100.
     // 3: price(3) − 250 = 310 − 250 = 60 (crosses into tier 2: 40 + its flat 20).
@@ -296,8 +289,7 @@ describe('package, percentage and dynamic charges in advance', () => {
 
     // Package: units 3 → 0 paid → 0; 7 → 2 paid → 1 package = 500; 13 → 8 paid → still 1 package → 0;
     // 23 → 18 paid → 2 packages = 1000, − 500 = 500.
-    const pkg: FeeResource[] = [];
-    for (const [day, seats] of [[2, 3], [3, 4], [4, 6], [5, 10]] as const) pkg.push(await bill(s, 'seats', march(day), { seats }));
+    const pkg = await billEach(s, 'seats', 2, [{ seats: 3 }, { seats: 4 }, { seats: 6 }, { seats: 10 }]);
     expect(pkg.map((f) => [f.units, f.amount_cents, f.invoice_id === null])).toEqual([
       ['3.0000', '0.0000', true],
       ['4.0000', '500.0000', false],
@@ -310,8 +302,7 @@ describe('package, percentage and dynamic charges in advance', () => {
     // Percentage: 10000 → 1 % = 100 + 50 = 150; total 12500 → 125 + 2 × 50 = 225, − 150 = 75;
     // total 12850 → 128.5 + 150 = 278.5, − 225 = 53.5 (a fee of half a cent; the invoice total is
     // rounded half up to 54).
-    const pct: FeeResource[] = [];
-    for (const [day, amount] of [[6, 10000], [7, 2500], [8, 350]] as const) pct.push(await bill(s, 'payments', march(day), { amount }));
+    const pct = await billEach(s, 'payments', 6, [{ amount: 10000 }, { amount: 2500 }, { amount: 350 }]);
     expect(pct.map((f) => [f.units, f.amount_cents])).toEqual([
       ['10000.0000', '150.0000'],
       ['2500.0000', '75.0000'],
@@ -321,14 +312,11 @@ describe('package, percentage and dynamic charges in advance', () => {
     await expectOwnInvoice(s, pct[2]!, '54.0000');
 
     // Dynamic: 125 × 2 = 250; "19.99" × 3 = 59.97; 1000 × 1 = 1000. Units are the quantities.
-    const dyn: FeeResource[] = [];
-    for (const [day, props] of [
-      [9, { unit_price: 125, quantity: 2 }],
-      [10, { unit_price: '19.99', quantity: 3 }],
-      [11, { unit_price: 1000, quantity: 1 }],
-    ] as const) {
-      dyn.push(await bill(s, 'items', march(day), props));
-    }
+    const dyn = await billEach(s, 'items', 9, [
+      { unit_price: 125, quantity: 2 },
+      { unit_price: '19.99', quantity: 3 },
+      { unit_price: 1000, quantity: 1 },
+    ]);
     expect(dyn.map((f) => [f.units, f.amount_cents])).toEqual([
       ['2.0000', '250.0000'],
       ['3.0000', '59.9700'],
@@ -346,19 +334,7 @@ describe('package, percentage and dynamic charges in advance', () => {
 describe('duplicates, batches and events out of order', () => {
   it('bills each stored event exactly once, the total being the price of all of them', async () => {
     // The graduated tiers of test 2: price(1..5) = 150, 250, 310, 350, 390.
-    const s = await setup({ calls: { aggregation_type: 'count' } }, [
-      {
-        metric: 'calls',
-        charge_model: 'graduated',
-        pay_in_advance: true,
-        properties: {
-          graduated_ranges: [
-            { from_value: 0, to_value: 2, per_unit_amount: '100', flat_amount: '50' },
-            { from_value: 2, to_value: null, per_unit_amount: '40', flat_amount: '20' },
-          ],
-        },
-      },
-    ]);
+    const s = await setup({ calls: { aggregation_type: 'count' } }, [GRADUATED]);
     const chargeId = s.charge('calls').id;
 
     // March 10: 150.
@@ -374,20 +350,29 @@ describe('duplicates, batches and events out of order', () => {
     expect(amounts(fees)).toEqual(['100.0000', '150.0000']);
 
     // A batch: three new events out of timestamp order, and the duplicate again (counted, not stored).
+    const sent = [
+      [uid('tx'), march(15)],
+      [uid('tx'), march(11)],
+      [tx, march(10)],
+      [uid('tx'), march(12)],
+    ] as const;
     const batch = ok<{ ingested: number; duplicates: number; errors: unknown[] }>(
       await api(s, 'POST', '/v1/events/batch', {
-        events: [march(15), march(11), { tx, at: march(10) }, march(12)].map((e) => ({
-          transaction_id: typeof e === 'string' ? uid('tx') : e.tx,
+        events: sent.map(([id, at]) => ({
+          transaction_id: id,
           external_customer_id: s.customer.external_id,
           code: s.metrics.calls!.code,
-          timestamp: typeof e === 'string' ? e : e.at,
+          timestamp: at,
         })),
       }),
       201,
     );
     expect(batch).toMatchObject({ ingested: 3, duplicates: 1, errors: [] });
-    // Counts 3, 4, 5: 310 − 250 = 60, 350 − 310 = 40, 390 − 350 = 40.
+    // Billed in timestamp order, counts 3, 4, 5: March 11 310 − 250 = 60, March 12 350 − 310 = 40,
+    // March 15 390 − 350 = 40.
     fees = await awaitFees(s, chargeId, 5);
+    const byTx = new Map(fees.map((f) => [f.event_transaction_id, f.amount_cents]));
+    expect([tx, sent[1][0], sent[3][0], sent[0][0]].map((id) => byTx.get(id))).toEqual(['150.0000', '60.0000', '40.0000', '40.0000']);
     expect(amounts(fees)).toEqual(['100.0000', '150.0000', '40.0000', '40.0000', '60.0000']);
     expect(fees.every((f) => f.events_count === 1 && f.units === '1.0000' && f.pay_in_advance && f.invoice_id !== null)).toBe(true);
     // Σ = 390 = price(5), on 5 invoices.
@@ -443,7 +428,6 @@ describe('the period end', () => {
         ['subscription', null, '31.0000', '1000.0000', false],
       ].sort(),
     );
-    expect(closing.fees!.some((f) => f.charge_id === advanceCharge)).toBe(false);
     // The in-advance charge still has its one fee.
     expect((await feesOf(s, advanceCharge)).map((f) => f.id)).toEqual([fee.id]);
   });
@@ -459,13 +443,11 @@ describe('a charge in advance that is not invoiceable', () => {
     // 2 × 100 = 200; then 5 more: price(7) 700 − 200 = 500.
     const first = await bill(s, 'storage', march(2), { value: 2 });
     const second = await bill(s, 'storage', march(3), { value: 5 });
-    for (const [fee, units, amount] of [
-      [first, '2.0000', '200.0000'],
-      [second, '5.0000', '500.0000'],
-    ] as const) {
-      expect(fee).toMatchObject({ invoice_id: null, pay_in_advance: true, fee_type: 'charge', events_count: 1, units, amount_cents: amount });
-      expect(ok<FeeResource>(await api(s, 'GET', `/v1/fees/${fee.id}`))).toEqual(fee);
-    }
+    expect([first, second].map((f) => [f.invoice_id, f.pay_in_advance, f.fee_type, f.events_count, f.units, f.amount_cents])).toEqual([
+      [null, true, 'charge', 1, '2.0000', '200.0000'],
+      [null, true, 'charge', 1, '5.0000', '500.0000'],
+    ]);
+    for (const fee of [first, second]) expect(ok<FeeResource>(await api(s, 'GET', `/v1/fees/${fee.id}`))).toEqual(fee);
     expect(await invoicesOf(s)).toEqual([]);
     // Listed by customer too.
     const byCustomer = ok<FeeResource[]>(await api(s, 'GET', `/v1/fees?customer_id=${s.customer.id}&fee_type=charge`));

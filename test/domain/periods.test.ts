@@ -14,6 +14,7 @@ import {
   periodStart,
   prorate,
   startOfLocalDay,
+  startOfLocalDayAfter,
   startOfNextLocalDay,
   type BillingInterval,
   type BillingSchedule,
@@ -354,6 +355,15 @@ describe('local day helpers', () => {
     const at = d('2026-03-29T12:00:00+02:00');
     expect(iso(startOfLocalDay(at, 'Europe/Paris'))).toBe(iso(d('2026-03-29T00:00:00+01:00')));
     expect(iso(startOfNextLocalDay(at, 'Europe/Paris'))).toBe(iso(d('2026-03-30T00:00:00+02:00')));
+  });
+
+  it('startOfLocalDayAfter: the local midnight n dates after, across a DST change (the end of n billed dates)', () => {
+    // From March 20 (CET) 10 dates: March 20..29, ending at March 30 00:00 CEST.
+    const at = d('2026-03-20T15:00:00+01:00');
+    expect(iso(startOfLocalDayAfter(at, 10, 'Europe/Paris'))).toBe(iso(d('2026-03-30T00:00:00+02:00')));
+    expect(iso(startOfLocalDayAfter(at, 0, 'Europe/Paris'))).toBe(iso(d('2026-03-20T00:00:00+01:00')));
+    expect(countDays(at, startOfLocalDayAfter(at, 10, 'Europe/Paris'), 'Europe/Paris')).toBe(10);
+    expect(() => startOfLocalDayAfter(at, 1.5, 'Europe/Paris')).toThrow(RangeError);
   });
 });
 

@@ -5,6 +5,7 @@ import {
   type AggregationContext,
   type AggregationMetric,
   type AggregationType,
+  prorationFor,
 } from '../../src/domain/aggregation';
 import { splitEventsByFilters, type ChargeFilterLike } from '../../src/domain/charge-filters';
 import { computeChargeFees, type PricedCharge } from '../../src/domain/charges';
@@ -163,15 +164,30 @@ describe('lago-reference.md 2: charge models', () => {
     expect(s(invoice.total)).toBe('2742');
   });
 
-  it('lago-reference 2.10 prorated: +1 seat on day 11 of a 30-day month at 1000/seat -> 20/30 x 1000 = 666.6667 (667 cents), next month 1000; day arithmetic only, the engine has no prorated charge', () => {
-    // There is no `prorated` charge in src/domain yet (api-contract.md lists the flag); this case
-    // pins the day arithmetic such a charge would use: days from the event date to the period end,
-    // inclusive, over the period's days; a seat from an earlier period counts for the whole period.
-    const days = countDays(d('2025-04-11T09:00:00Z'), d('2025-05-01T00:00:00Z'), 'UTC');
-    expect(days).toBe(20);
-    expect(s(prorate(1000, days, 30))).toBe('666.6667');
-    expect(s(roundCents(prorate(1000, days, 30)))).toBe('667');
-    expect(s(prorate(1000, countDays(d('2025-05-01T00:00:00Z'), d('2025-06-01T00:00:00Z'), 'UTC'), 31))).toBe('1000');
+  it('lago-reference 2.10 prorated (exact units per api-contract): +1 seat on day 11 of a 30-day month at 1000/seat -> fee 666.6667 (Lago 666.67), invoiced 667; next month 1000', () => {
+    // A recurring sum priced by a prorated standard charge, through the engine: the seat counts for
+    // April 11..30 = 20 of 30 days. api-contract.md: the units are exact (20/30), only the fee is
+    // rounded, to 4 decimals: 20/30 x 1000 = 666.6666… -> 666.6667. Lago rounds the units up to 5
+    // decimals first (0.66667 x 1000 = 666.67); both are 667 cents (6.67) on the invoice.
+    const seats: AggregationMetric = { aggregation_type: 'sum', field_name: 'seats', recurring: true };
+    const events = [ev('2025-04-11T09:00:00Z', { seats: 1 })];
+    const april = prorationFor({ from: d('2025-04-01T00:00:00Z'), to: d('2025-05-01T00:00:00Z'), timezone: 'UTC' });
+    expect(april.periodDays).toBe(30);
+    const aprilUnits = aggregate(seats, events, { from: april.from, to: april.to, prorate: april });
+    expect(aprilUnits.units.toFixed(5)).toBe('0.66667');
+    const aprilFees = computeChargeFees(standard('1000'), { default: aprilUnits, filters: [] });
+    expect(s(aprilFees.amount)).toBe('666.6667');
+    expect(s(roundCents(aprilFees.amount))).toBe('667');
+    // The same as the base-fee day arithmetic (src/domain/periods.ts): prorate(1000, 20, 30).
+    expect(s(prorate(1000, countDays(d('2025-04-11T09:00:00Z'), d('2025-05-01T00:00:00Z'), 'UTC'), 30))).toBe('666.6667');
+
+    // May: the seat is carried over for all 31 days -> 1 x 1000.
+    const may = prorationFor({ from: d('2025-05-01T00:00:00Z'), to: d('2025-06-01T00:00:00Z'), timezone: 'UTC' });
+    const mayFees = computeChargeFees(standard('1000'), {
+      default: aggregate(seats, events, { from: may.from, to: may.to, prorate: may }),
+      filters: [],
+    });
+    expect(s(mayFees.amount)).toBe('1000');
   });
 });
 

@@ -151,7 +151,8 @@ async function billEvent(
     after,
     ...(earlier.length > 0 ? { alreadyBilled } : {}),
   });
-  const units = after.units.minus(before.units);
+  // No fee is ever negative (billing-rules.md): usage that went down is 0 units at 0.
+  const units = Dec.max(after.units.minus(before.units), ZERO);
   const line = {
     key: `charge/${charge._id}${filter ? `/filter/${filter._id}` : ''}/event/${event._id}`,
     fee_type: 'charge' as const,

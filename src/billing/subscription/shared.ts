@@ -187,6 +187,8 @@ export async function segmentLines(
       organizationId: state.organizationId,
       from: start,
       to: usageTo,
+      // Prorated units count their presence up to the segment's end, even when usage is read up to now (progressive billing).
+      billedTo: to,
       subscriptionStartedAt: new Date(state.startedAt),
       timezone: state.timezone,
       ...(options.now ? { now: options.now } : {}),

@@ -10,6 +10,7 @@ import { aggregateUniqueCount } from './unique-count';
 import { aggregateWeightedSum } from './weighted-sum';
 
 export * from './metric';
+export * from './prorated';
 export * from './daily';
 export * from './schema';
 export { aggregateCount, aggregateCustom, aggregateLatest, aggregateMax, aggregateSum, aggregateUniqueCount, aggregateWeightedSum };

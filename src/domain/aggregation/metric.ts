@@ -25,13 +25,36 @@ export interface AggregationMetric {
 /**
  * The period `[from, to)` being aggregated. `now` is set for current usage: events after it are
  * ignored and weighted_sum integrates only up to it. `initialLevel` is the running level a recurring
- * weighted_sum carries in from the previous period.
+ * weighted_sum carries in from the previous period. `prorate` is set for a charge with
+ * `prorated: true` billed in arrear (see ProrationContext).
  */
 export interface AggregationContext {
   from: Date;
   to: Date;
   now?: Date;
   initialLevel?: Dec;
+  prorate?: ProrationContext;
+}
+
+/**
+ * What a prorated charge weighs its units by (lago-reference.md 2.10; src/domain/aggregation/prorated.ts):
+ * each unit counts for the local dates of `[from, to)` it was present on, over `periodDays`.
+ *
+ * - `from`, `to`: the billed part of the period, the whole period or a segment of it (the
+ *   subscription or the trial starting inside it, a plan change, a termination). Units carried in
+ *   from before `from` count for all of its days.
+ * - `periodDays`: the days of the whole period (src/domain/periods.ts fullPeriodDays), even when
+ *   `[from, to)` is a part of it, as the base fee's proration (Lago PR #6194).
+ * - `timezone`: the customer's; days are local calendar dates (billing-rules.md, Billing periods).
+ *
+ * Read by the recurring sum and unique_count, the only aggregations a prorated charge may have
+ * (src/domain/charge-rules.ts proratedErrors); the other aggregations ignore it.
+ */
+export interface ProrationContext {
+  from: Date;
+  to: Date;
+  periodDays: number;
+  timezone: string;
 }
 
 /** One aggregation type; it returns unrounded units, `aggregate` applies the metric's rounding. */

@@ -3,6 +3,7 @@ import { Dec } from '../money';
 import { ownProperty } from '../expression';
 import type { AggregationResult, UsageEvent } from '../usage-types';
 import { eventValueReader, eventsInWindow, hasExpression, result, type AggregationContext, type AggregationMetric } from './metric';
+import { proratedPresence, type Presence } from './prorated';
 
 export const OPERATION_TYPE_PROPERTY = 'operation_type';
 
@@ -43,7 +44,12 @@ function distinctKeyReader(metric: AggregationMetric): (properties: Properties) 
  * it present (+1 unless already present), a remove makes it absent (−1 unless already absent), so a
  * removal of a value never added changes nothing (Lago's UniqueCountQuery). The per-event values are
  * those +1 / −1 / 0 steps, which sum to the units. Rounded up to 5 decimals as Lago does (a no-op for
- * these whole counts, kept so a future prorated variant keeps Lago's rounding).
+ * these whole counts).
+ *
+ * With `context.prorate` (a prorated charge, Lago's ProratedAggregations::UniqueCountService) each
+ * distinct value counts for the local dates of the billed part it was present on, over the period's
+ * days (src/domain/aggregation/prorated.ts presenceDays). Those units are exact: Lago's rounding up
+ * to 5 decimals is not applied, as api-contract.md rounds only the fee.
  */
 export function aggregateUniqueCount(
   metric: AggregationMetric,
@@ -52,6 +58,7 @@ export function aggregateUniqueCount(
 ): AggregationResult {
   const keyOf = distinctKeyReader(metric);
   const present = new Set<string>();
+  const stays = new Map<string, Presence[]>();
   const steps: Dec[] = [];
   for (const event of eventsInWindow(metric, events, context)) {
     const key = keyOf(event.properties);
@@ -59,13 +66,19 @@ export function aggregateUniqueCount(
     if (key === null || operation === null) continue;
     if (operation === 'add' && !present.has(key)) {
       present.add(key);
+      const list = stays.get(key) ?? [];
+      list.push({ from: event.timestamp, until: null });
+      stays.set(key, list);
       steps.push(new Dec(1));
     } else if (operation === 'remove' && present.has(key)) {
       present.delete(key);
+      const list = stays.get(key)!;
+      list[list.length - 1] = { ...list[list.length - 1]!, until: event.timestamp };
       steps.push(new Dec(-1));
     } else {
       steps.push(new Dec(0));
     }
   }
+  if (context.prorate) return result(proratedPresence(stays.values(), context.prorate), steps);
   return result(new Dec(present.size).toDecimalPlaces(5, Decimal.ROUND_CEIL), steps);
 }
