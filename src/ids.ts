@@ -12,3 +12,11 @@ export function deterministicId(key: string): string {
   const h = hex.join('');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
 }
+
+/**
+ * The id of the invoice created with `idempotencyKey` in an organization (createInvoice): known
+ * before the invoice exists, so that a record pointing at it can be written first.
+ */
+export function invoiceIdFor(organizationId: string, idempotencyKey: string): string {
+  return deterministicId(`invoice/${organizationId}/${idempotencyKey}`);
+}

@@ -11,7 +11,7 @@ import { applyCoupons, type AppliedCoupon, type CouponApplication } from '../dom
 import { assembleInvoice, type AssembledInvoice, type PricedFee } from '../domain/invoice-assembly';
 import { Dec, nonNegative, roundCents } from '../domain/money';
 import { invoiceDueDates, overdueAt } from '../domain/invoice-due';
-import { deterministicId } from '../ids';
+import { deterministicId, invoiceIdFor } from '../ids';
 import { fromDecimal128, toDecimal128 } from '../db/decimal';
 import type { TemporalClient } from '../temporal/client';
 import { emitEvent, type EmitDeps } from '../webhooks/emit-event';
@@ -21,7 +21,7 @@ import { amountToSettle, recordSettlement, settledAmount } from './settlements';
 
 export { amountToSettle };
 import { notifyInvoiceLeft, notifyOverdue } from '../payments/dunning';
-import { consumeWalletsForInvoice } from './wallets';
+import { consumeWalletsForInvoice, settleWalletPurchase, type CreditInvoiceRequest } from './wallets';
 import { loadTaxSets } from '../usage/tax-sets';
 import { toInvoiceResource } from '../resources/invoice';
 import { clockOfCustomer, clockOfCustomerId, type ClockRef } from '../test-clocks/time';
@@ -139,7 +139,8 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
       chargeIds: input.fees.flatMap((f) => (f.charge_id ? [f.charge_id] : [])),
       addOnIds: input.fees.flatMap((f) => (f.add_on_id ? [f.add_on_id] : [])),
     }),
-    appliedCouponsOf(db, input.organizationId, input.customerId),
+    // A purchase of wallet credits is never discounted (nor credited, nor paid by a wallet: see finalizeInvoice).
+    input.invoiceType === 'credit' ? [] : appliedCouponsOf(db, input.organizationId, input.customerId),
   ]);
   const assembled: AssembledInvoice = assembleInvoice({
     currency: input.currency,
@@ -149,7 +150,7 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
     ...input.assembly,
   });
 
-  const id = deterministicId(`invoice/${input.organizationId}/${input.idempotencyKey}`);
+  const id = invoiceIdFor(input.organizationId, input.idempotencyKey);
   const doc = {
     _id: id,
     organization_id: input.organizationId,
@@ -335,38 +336,43 @@ export async function finalizeInvoice(db: Db, deps: InvoiceDeps, invoiceId: stri
   // Coupons are used when an invoice is finalized, not when its draft was generated: drafts
   // waiting out a grace period would otherwise each take the same `once` coupon. The draft's
   // coupons were a preview; what is due is recomputed with the ones this finalization claimed.
-  const coupons = await claimCoupons(db, invoice, at);
+  // A `credit` invoice (a purchase of wallet credits) takes no coupon, credit note or wallet credit:
+  // it is paid in money, and the credits it buys pay for the taxed invoices later.
+  const purchase = invoice.invoice_type === 'credit';
+  const coupons = purchase ? { applications: [], total: new Dec(0) } : await claimCoupons(db, invoice, at);
   const due = nonNegative(
     amountOf(invoice.subtotal)
       .plus(amountOf(invoice.tax_amount))
       .minus(coupons.total)
       .minus(amountOf(invoice.progressive_billing_credit_amount_cents)),
   );
-  const credited = due.greaterThan(0)
-    ? await applyCreditNotesToInvoice(db, {
-        organizationId: invoice.organization_id,
-        customerId: invoice.customer_id,
-        currency: invoice.currency,
-        invoiceId,
-        amountCents: due,
-        at,
-      })
-    : { totalCents: new Dec(0) };
-  const afterCredits = due.minus(credited.totalCents);
-  const prepaid = afterCredits.greaterThan(0)
-    ? await consumeWalletsForInvoice(
-        db,
-        {
+  const credited =
+    !purchase && due.greaterThan(0)
+      ? await applyCreditNotesToInvoice(db, {
           organizationId: invoice.organization_id,
           customerId: invoice.customer_id,
           currency: invoice.currency,
           invoiceId,
-          amountCents: afterCredits,
+          amountCents: due,
           at,
-        },
-        deps,
-      )
-    : { totalCents: new Dec(0) };
+        })
+      : { totalCents: new Dec(0) };
+  const afterCredits = due.minus(credited.totalCents);
+  const prepaid =
+    !purchase && afterCredits.greaterThan(0)
+      ? await consumeWalletsForInvoice(
+          db,
+          {
+            organizationId: invoice.organization_id,
+            customerId: invoice.customer_id,
+            currency: invoice.currency,
+            invoiceId,
+            amountCents: afterCredits,
+            at,
+          },
+          deps,
+        )
+      : { totalCents: new Dec(0) };
   const total = roundCents(afterCredits.minus(prepaid.totalCents));
   const paid = total.lessThanOrEqualTo(0);
 
@@ -412,6 +418,7 @@ async function afterFinalization(db: Db, deps: InvoiceDeps, invoice: InvoiceDoc,
       { $set: { payment_status: 'succeeded' } },
     );
     await emitInvoiceEvent(db, deps, invoice, 'invoice.paid', finalizedAt);
+    await settleWalletPurchase(deps, invoice, finalizedAt);
   }
   return invoice;
 }
@@ -485,6 +492,8 @@ async function consumeCoupon(db: Db, invoiceId: string, appliedCouponId: string,
 /** POST .../pay: a manual payment settles what is left; the invoice is paid. */
 export async function payInvoice(db: Db, deps: InvoiceDeps, invoiceId: string, at: Date): Promise<InvoiceDoc> {
   const invoice = (await db.models.Invoice.findById(invoiceId).lean())!;
+  // A retry after a crash past the status change: what follows it is done again (idempotent).
+  if (invoice.status === 'paid') return markPaidIfSettled(db, deps, invoiceId, at);
   if (invoice.status !== 'finalized') return invoice;
   const left = amountToSettle(invoice).minus(await settledAmount(db, invoiceId));
   if (left.greaterThan(0)) {
@@ -499,12 +508,17 @@ export async function payInvoice(db: Db, deps: InvoiceDeps, invoiceId: string, a
   return markPaidIfSettled(db, deps, invoiceId, at);
 }
 
-/** An invoice whose settlements reach its total becomes paid, exactly once (guarded update). */
+/**
+ * An invoice whose settlements reach its total becomes paid, exactly once (guarded update); a paid
+ * credit invoice brings its wallet purchase's credits (settleWalletPurchase, once however often
+ * this runs).
+ */
 export async function markPaidIfSettled(db: Db, deps: InvoiceDeps, invoiceId: string, at: Date): Promise<InvoiceDoc> {
   const invoice = (await db.models.Invoice.findById(invoiceId).lean())!;
   // Paid already (a retry after a crash before the event): announce it again (idempotent).
   if (invoice.status === 'paid') {
     await emitInvoiceEvent(db, deps, invoice, 'invoice.paid', invoice.paid_at ?? at);
+    await settleWalletPurchase(deps, invoice, at);
     return invoice;
   }
   if (invoice.status !== 'finalized') return invoice;
@@ -522,9 +536,41 @@ export async function markPaidIfSettled(db: Db, deps: InvoiceDeps, invoiceId: st
       { $set: { payment_status: 'succeeded' } },
     );
     await emitInvoiceEvent(db, deps, current, 'invoice.paid', current.paid_at ?? at);
+    await settleWalletPurchase(deps, current, at);
     await notifyInvoiceLeft(db, deps.temporal, current);
   }
   return current;
+}
+
+/**
+ * The `credit` invoice of a wallet purchase (api-contract.md, Wallets): one `credit` fee of
+ * credits x rate_amount x 100 cents (untaxed: src/domain/taxes.ts), finalized at creation, keyed
+ * by the purchase (a retry finds the same invoice). Its payment settles the purchase.
+ */
+export async function createCreditInvoice(db: Db, deps: InvoiceDeps, request: CreditInvoiceRequest): Promise<InvoiceDoc> {
+  const invoice = await createInvoice(db, deps, {
+    organizationId: request.organizationId,
+    customerId: request.customerId,
+    invoiceType: 'credit',
+    currency: request.currency,
+    idempotencyKey: request.idempotencyKey,
+    fees: [
+      {
+        key: 'credit',
+        fee_type: 'credit',
+        invoice_display_name: 'Prepaid credits',
+        amount_cents: request.amountCents,
+        units: request.credits,
+        events_count: 0,
+        unit_amount_cents: request.rateAmount.times(100),
+      },
+    ],
+    gracePeriodDays: 0,
+    finalizeAtCreation: true,
+    at: request.at,
+  });
+  if (invoice._id !== request.invoiceId) throw new Error(`credit invoice of wallet purchase ${request.transactionId} has an unexpected id`);
+  return invoice;
 }
 
 export async function voidInvoice(db: Db, deps: InvoiceDeps, invoiceId: string, at: Date): Promise<InvoiceDoc> {

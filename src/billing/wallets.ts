@@ -3,11 +3,12 @@ import type { Db, Models } from '../db';
 import { isDuplicateKeyError } from '../db';
 import { newId } from '../db/base';
 import { walletCodeSlot, type PendingWalletTransaction, type WalletDoc } from '../db/models/wallet';
+import type { InvoiceDoc } from '../db/models/invoice';
 import type { WalletTransactionDoc, WalletTransactionSource } from '../db/models/wallet-transaction';
 import { fromDecimal128, toDecimal128 } from '../db/decimal';
 import { allocateWallets } from '../domain/wallet-allocation';
 import { Dec } from '../domain/money';
-import { deterministicId } from '../ids';
+import { deterministicId, invoiceIdFor } from '../ids';
 import { toWalletResource } from '../resources/wallet';
 import { toWalletTransactionResource } from '../resources/wallet-transaction';
 import { emitEvent, type EmitDeps } from '../webhooks/emit-event';
@@ -24,8 +25,15 @@ import { recordSettlement } from './settlements';
  *
  * balance_cents = credits x rate_amount x 100 holds after every change: credits in, cents follow
  * exactly; cents out (consumption), credits follow as amount / (rate x 100), rounded at
- * CREDIT_FRACTION_DIGITS; a consumption that empties the wallet sets both to zero, so rounding never
- * accumulates past an empty wallet.
+ * CREDIT_FRACTION_DIGITS; a consumption or a void that empties the wallet sets both to zero, so
+ * rounding never accumulates past an empty wallet.
+ *
+ * Top-ups (api-contract.md, Wallets): granted credits arrive at once, voided credits leave at once
+ * (outbound `voided`, never more than the balance), purchased credits (`purchased`, settled_at null)
+ * arrive only when their `credit` invoice is paid (settleWalletPurchase). The purchase is parked in
+ * the same update as the rest of its top-up; its invoice is created before its record is written,
+ * and the record names the invoice by the id it will have (invoiceIdFor), so that the payment can
+ * always find the purchase again.
  */
 
 /** Fractional digits kept on credit amounts derived from cents (consumption). */
@@ -67,18 +75,35 @@ function notAppliedYet(walletId: string, transactionId: string) {
   return { _id: walletId, applied_transaction_ids: { $ne: transactionId } };
 }
 
+/** `settled_at` defaults to the creation instant: only a purchase is made unsettled (null). */
 function pendingEntry(
   transactionId: string,
-  t: Pick<PendingWalletTransaction, 'transaction_type' | 'status' | 'source' | 'invoice_id' | 'created_at'>,
+  t: Pick<PendingWalletTransaction, 'transaction_type' | 'status' | 'source' | 'invoice_id' | 'created_at' | 'settled_at'>,
   amountCents: Decimal,
   credits: Decimal,
-) {
-  return { id: transactionId, ...t, amount: toDecimal128(amountCents), credit_amount: toDecimal128(credits) };
+): PendingWalletTransaction {
+  return {
+    id: transactionId,
+    ...t,
+    settled_at: t.settled_at !== undefined ? t.settled_at : t.created_at,
+    amount: toDecimal128(amountCents),
+    credit_amount: toDecimal128(credits),
+  };
+}
+
+/** A filter matching exactly this decimal (Decimal128 equality through a closed range). */
+const exactly = (d: Decimal) => ({ $gte: toDecimal128(d), $lte: toDecimal128(d) });
+
+/** What a parked entry says settled_at is (entries parked before the field existed: created_at). */
+function pendingSettledAt(pending: PendingWalletTransaction): Date | null {
+  if (pending.settled_at !== undefined) return pending.settled_at;
+  return pending.status === 'purchased' ? null : pending.created_at;
 }
 
 /**
  * Writes the wallet_transactions record of a parked change and unparks it. Idempotent: the record's
- * id is the change's id, so a duplicate means it was written already.
+ * id is the change's id, so a duplicate means it was written already. A purchase's settlement is
+ * parked under the purchase's id with its settled_at: the record exists already and gets it.
  */
 async function recordPending(
   models: Models,
@@ -101,6 +126,7 @@ async function recordPending(
           amount: pending.amount,
           credit_amount: pending.credit_amount,
           invoice_id: pending.invoice_id ?? null,
+          settled_at: pendingSettledAt(pending),
           // The instant the change was made for (a retry records the same one).
           created_at: pending.created_at,
           updated_at: pending.created_at,
@@ -112,8 +138,19 @@ async function recordPending(
   } catch (err) {
     if (!isDuplicateKeyError(err)) throw err;
     record = await WalletTransaction.findById(pending.id).lean();
+    const settledAt = pendingSettledAt(pending);
+    if (record && settledAt && !record.settled_at) {
+      record =
+        (await WalletTransaction.findOneAndUpdate(
+          { _id: pending.id, settled_at: null },
+          { $set: { settled_at: settledAt, updated_at: settledAt } },
+          { returnDocument: 'after', timestamps: false },
+        ).lean()) ?? (await WalletTransaction.findById(pending.id).lean());
+    }
   }
-  await Wallet.updateOne({ _id: wallet._id }, { $pull: { pending_transactions: { id: pending.id } } });
+  // Only this entry: a purchase may have its creation and its settlement parked under one id.
+  const which = pending.settled_at === undefined ? { id: pending.id } : { id: pending.id, settled_at: pending.settled_at };
+  await Wallet.updateOne({ _id: wallet._id }, { $pull: { pending_transactions: which } });
   if (!record) throw new Error(`wallet transaction ${pending.id} vanished`);
   return record;
 }
@@ -137,22 +174,146 @@ export interface CreateWalletInput {
   expirationAt: Date | null;
   /** Credits granted at creation (a granted inbound transaction); zero or absent: none. */
   initialGrantedCredits: Decimal | null;
+  /** Credits bought at creation (a purchased inbound transaction and its credit invoice); zero or absent: none. */
+  paidCredits?: Decimal | null;
+  /** Creates the purchase's credit invoice; required with paidCredits. */
+  createCreditInvoice?: CreateCreditInvoice;
   at: Date;
 }
 
-export type WalletCreateResult = { wallet: WalletDoc; transaction: WalletTransactionDoc | null };
+export type WalletCreateResult = { wallet: WalletDoc; transactions: WalletTransactionDoc[] };
+
+/** The credit invoice a purchase asks for (created by createCreditInvoice in src/billing/invoices.ts). */
+export interface CreditInvoiceRequest {
+  organizationId: string;
+  customerId: string;
+  currency: string;
+  walletId: string;
+  transactionId: string;
+  /** The invoice's idempotency key (walletPurchaseInvoiceKey) and the id it gives (invoiceIdFor). */
+  idempotencyKey: string;
+  invoiceId: string;
+  credits: Decimal;
+  rateAmount: Decimal;
+  /** credits x rate_amount x 100. */
+  amountCents: Decimal;
+  at: Date;
+}
+
+export type CreateCreditInvoice = (request: CreditInvoiceRequest) => Promise<unknown>;
+
+/** The idempotency key of a purchase's credit invoice; settleWalletPurchase reads the purchase back from it. */
+export function walletPurchaseInvoiceKey(walletId: string, transactionId: string): string {
+  return `wallet-purchase/${walletId}/${transactionId}`;
+}
+
+const PURCHASE_INVOICE_KEY = /^wallet-purchase\/([^/]+)\/([^/]+)$/;
+
+function parseWalletPurchaseInvoiceKey(key: string | null | undefined): { walletId: string; transactionId: string } | null {
+  const match = key ? PURCHASE_INVOICE_KEY.exec(key) : null;
+  return match ? { walletId: match[1]!, transactionId: match[2]! } : null;
+}
+
+/** The marker of a purchase's settlement (its credits reaching the balance), beside the purchase's own id. */
+export function walletPurchaseSettlementId(transactionId: string): string {
+  return deterministicId(`wallet-transaction/${transactionId}/settled`);
+}
+
+const positiveOrNull = (d: Decimal | null | undefined): Decimal | null => (d?.greaterThan(0) ? d : null);
+
+/** The parked entry of a purchase: no balance change, settled_at null, its credit invoice named. */
+function purchaseEntry(
+  organizationId: string,
+  walletId: string,
+  transactionId: string,
+  credits: Decimal,
+  rate: Decimal,
+  source: WalletTransactionSource,
+  at: Date,
+) {
+  const invoiceId = invoiceIdFor(organizationId, walletPurchaseInvoiceKey(walletId, transactionId));
+  return pendingEntry(
+    transactionId,
+    { transaction_type: 'inbound', status: 'purchased', source, invoice_id: invoiceId, created_at: at, settled_at: null },
+    creditsToCents(credits, rate),
+    credits,
+  );
+}
 
 /**
- * Inserts a wallet, its initial grant already applied: the grant is part of the inserted document
- * (balance, marker, parked record), so there is nothing to race with. A duplicate key means the
- * customer already has an active wallet with this code; the caller turns it into a 409.
+ * Writes the records of a top-up's parked changes, in the order given, after the credit invoice of
+ * its purchase, if any, exists (so that no purchase record names an invoice that a crash left
+ * uncreated, except for the repair path of recordPendingTransactions, which a retry completes).
+ * Each change is found parked on the wallet or already recorded.
+ */
+async function recordTopUp(
+  deps: WalletDeps,
+  walletId: string,
+  transactionIds: string[],
+  createCreditInvoice: CreateCreditInvoice | undefined,
+): Promise<{ wallet: WalletDoc; transactions: WalletTransactionDoc[] }> {
+  const { Wallet, WalletTransaction } = deps.models;
+  const wallet = (await Wallet.findById(walletId).lean())!;
+  const found = async (id: string): Promise<PendingWalletTransaction | WalletTransactionDoc | null> =>
+    wallet.pending_transactions.find((p) => p.id === id) ?? (await WalletTransaction.findById(id).lean());
+  for (const id of transactionIds) {
+    const change = await found(id);
+    if (!change || change.status !== 'purchased' || !change.invoice_id) continue;
+    if (!createCreditInvoice) throw new Error(`wallet purchase ${id} needs its credit invoice created`);
+    const credits = fromDecimal128(change.credit_amount)!;
+    const rateAmount = fromDecimal128(wallet.rate_amount)!;
+    await createCreditInvoice({
+      organizationId: wallet.organization_id,
+      customerId: wallet.customer_id,
+      currency: wallet.currency,
+      walletId,
+      transactionId: id,
+      idempotencyKey: walletPurchaseInvoiceKey(walletId, id),
+      invoiceId: change.invoice_id,
+      credits,
+      rateAmount,
+      amountCents: fromDecimal128(change.amount)!,
+      at: change.created_at,
+    });
+  }
+  const transactions: WalletTransactionDoc[] = [];
+  for (const id of transactionIds) {
+    const parked = wallet.pending_transactions.find((p) => p.id === id);
+    const record = parked ? await recordPending(deps.models, wallet, parked) : await WalletTransaction.findById(id).lean();
+    if (!record) throw new Error(`wallet transaction ${id} vanished`);
+    transactions.push(record);
+  }
+  return { wallet: (await Wallet.findById(walletId).lean())!, transactions };
+}
+
+/**
+ * Inserts a wallet, its initial grant already applied and its initial purchase parked: both are
+ * part of the inserted document (balance, markers, parked records), so there is nothing to race
+ * with. The purchase's credit invoice is created next, then the records are written. A duplicate
+ * key means the customer already has an active wallet with this code; the caller turns it into a
+ * 409.
  */
 export async function createWallet(deps: WalletDeps, input: CreateWalletInput): Promise<WalletCreateResult> {
   const id = newId();
-  const credits = input.initialGrantedCredits?.greaterThan(0) ? input.initialGrantedCredits : null;
+  const credits = positiveOrNull(input.initialGrantedCredits);
+  const paid = positiveOrNull(input.paidCredits);
+  if (paid && !input.createCreditInvoice) throw new Error('paid credits need createCreditInvoice');
   const grantId = deterministicId(`wallet/${id}/initial-grant`);
+  const purchaseId = deterministicId(`wallet/${id}/initial-purchase`);
   const cents = credits ? creditsToCents(credits, input.rateAmount) : new Dec(0);
-  const created = await deps.models.Wallet.create({
+  const entries: PendingWalletTransaction[] = [];
+  if (credits) {
+    entries.push(
+      pendingEntry(
+        grantId,
+        { transaction_type: 'inbound', status: 'granted', source: 'manual', invoice_id: null, created_at: input.at },
+        cents,
+        credits,
+      ),
+    );
+  }
+  if (paid) entries.push(purchaseEntry(input.organizationId, id, purchaseId, paid, input.rateAmount, 'manual', input.at));
+  await deps.models.Wallet.create({
     _id: id,
     organization_id: input.organizationId,
     customer_id: input.customerId,
@@ -167,21 +328,141 @@ export async function createWallet(deps: WalletDeps, input: CreateWalletInput): 
     priority: input.priority,
     expiration_at: input.expirationAt,
     terminated_at: null,
-    applied_transaction_ids: credits ? [grantId] : [],
-    pending_transactions: credits
-      ? [
-          pendingEntry(
-            grantId,
-            { transaction_type: 'inbound', status: 'granted', source: 'manual', invoice_id: null, created_at: input.at },
-            cents,
-            credits,
-          ),
-        ]
-      : [],
+    applied_transaction_ids: entries.map((e) => e.id),
+    pending_transactions: entries,
   });
-  const wallet = created.toObject();
-  const transaction = credits ? await recordPending(deps.models, wallet, wallet.pending_transactions[0]!) : null;
-  return { wallet: (await deps.models.Wallet.findById(id).lean())!, transaction };
+  return recordTopUp(
+    deps,
+    id,
+    entries.map((e) => e.id),
+    input.createCreditInvoice,
+  );
+}
+
+/** What a top-up asks for, in credits; absent, null or zero: none of that kind. */
+export interface TopUpChanges {
+  /** Free credits, at once: a granted inbound transaction. */
+  grantedCredits?: Decimal | null;
+  /** Bought credits: a purchased inbound transaction and its credit invoice; they arrive when it is paid. */
+  paidCredits?: Decimal | null;
+  /** Credits taken off at once: a voided outbound transaction; never more than the balance. */
+  voidedCredits?: Decimal | null;
+}
+
+export type ApplyTopUpResult =
+  | { outcome: 'applied'; wallet: WalletDoc; transactions: WalletTransactionDoc[] }
+  | { outcome: 'not_found' }
+  | { outcome: 'terminated'; wallet: WalletDoc }
+  /** The voided credits exceed the balance; nothing was changed. */
+  | { outcome: 'insufficient_balance'; wallet: WalletDoc };
+
+/** Bound on re-reads after concurrent changes of the wallet during one top-up. */
+const MAX_TOP_UP_ROUNDS = 200;
+
+/**
+ * A top-up of an active wallet (api-contract.md, Wallets): its grant, void and purchase in ONE
+ * guarded update (the wallet active, the voided credits within the balance, the top-up not applied
+ * yet), which moves the balance by granted minus voided, pushes every change's id and parks every
+ * record; then the purchase's credit invoice (createCreditInvoice), then the records. All or
+ * nothing: a void beyond the balance changes nothing. A void of the whole balance empties both
+ * balances exactly (guarded by both values), like a draining consumption.
+ *
+ * `ids` are the changes' ids and idempotency markers (default: new ones): applying the same ids
+ * again changes nothing and answers the same records, creating the credit invoice and writing the
+ * records an interrupted attempt did not get to. A terminated wallet accepts nothing.
+ */
+export async function applyTopUp(
+  deps: WalletDeps,
+  input: {
+    organizationId: string;
+    walletId: string;
+    changes: TopUpChanges;
+    source: WalletTransactionSource;
+    at: Date;
+    ids?: { granted?: string | undefined; paid?: string | undefined; voided?: string | undefined };
+    createCreditInvoice?: CreateCreditInvoice;
+  },
+): Promise<ApplyTopUpResult> {
+  const { Wallet } = deps.models;
+  const granted = positiveOrNull(input.changes.grantedCredits);
+  const paid = positiveOrNull(input.changes.paidCredits);
+  const voided = positiveOrNull(input.changes.voidedCredits);
+  if (!granted && !paid && !voided) throw new Error('a top-up needs granted, paid or voided credits');
+  if (paid && !input.createCreditInvoice) throw new Error('paid credits need createCreditInvoice');
+  const ids = {
+    voided: voided ? (input.ids?.voided ?? newId()) : null,
+    granted: granted ? (input.ids?.granted ?? newId()) : null,
+    paid: paid ? (input.ids?.paid ?? newId()) : null,
+  };
+  const markers = [ids.voided, ids.granted, ids.paid].filter((id): id is string => id !== null);
+  // All markers are pushed by the same update: the first one says whether the top-up is applied.
+  const marker = markers[0]!;
+
+  const current = await Wallet.findOne({ _id: input.walletId, organization_id: input.organizationId }, { rate_amount: 1 }).lean();
+  if (!current) return { outcome: 'not_found' };
+  // Records an earlier change that a crash left parked, so the list of transactions stays whole.
+  await recordPendingTransactions(deps, input.walletId);
+  // rate_amount never changes after creation, so the cents computed from it stay exact.
+  const rate = fromDecimal128(current.rate_amount)!;
+  const grantCents = granted ? creditsToCents(granted, rate) : new Dec(0);
+
+  for (let round = 0; ; round++) {
+    if (round >= MAX_TOP_UP_ROUNDS) throw new Error(`top-up of wallet ${input.walletId} kept colliding with concurrent changes`);
+    const wallet = await Wallet.findById(input.walletId).lean();
+    if (!wallet) return { outcome: 'not_found' };
+    // Applied by an earlier (or a concurrent) attempt with the same ids.
+    if (wallet.applied_transaction_ids.includes(marker)) break;
+    if (wallet.status !== 'active') return { outcome: 'terminated', wallet };
+
+    const balance = fromDecimal128(wallet.balance_cents)!;
+    const creditsBalance = fromDecimal128(wallet.credits_balance)!;
+    const drains = voided !== null && voided.equals(creditsBalance);
+    const voidCents = voided ? (drains ? balance : creditsToCents(voided, rate)) : new Dec(0);
+    if (voided && (voided.greaterThan(creditsBalance) || voidCents.greaterThan(balance))) {
+      return { outcome: 'insufficient_balance', wallet };
+    }
+
+    const entries: PendingWalletTransaction[] = [];
+    const base = { source: input.source, invoice_id: null, created_at: input.at };
+    if (ids.voided) {
+      entries.push(pendingEntry(ids.voided, { ...base, transaction_type: 'outbound', status: 'voided' }, voidCents, voided!));
+    }
+    if (ids.granted) {
+      entries.push(pendingEntry(ids.granted, { ...base, transaction_type: 'inbound', status: 'granted' }, grantCents, granted!));
+    }
+    if (ids.paid) {
+      entries.push(purchaseEntry(input.organizationId, input.walletId, ids.paid, paid!, rate, input.source, input.at));
+    }
+
+    const guard = !voided
+      ? {}
+      : drains
+        ? { balance_cents: exactly(balance), credits_balance: exactly(creditsBalance) }
+        : { balance_cents: { $gte: toDecimal128(voidCents) }, credits_balance: { $gte: toDecimal128(voided) } };
+    const balanceChange = drains
+      ? { $set: { balance_cents: toDecimal128(grantCents), credits_balance: toDecimal128(granted ?? 0) } }
+      : granted || voided
+        ? {
+            $inc: {
+              balance_cents: toDecimal128(grantCents.minus(voidCents)),
+              credits_balance: toDecimal128((granted ?? new Dec(0)).minus(voided ?? 0)),
+            },
+          }
+        : {};
+    const updated = await Wallet.findOneAndUpdate(
+      { ...notAppliedYet(input.walletId, marker), organization_id: input.organizationId, status: 'active', ...guard },
+      {
+        ...balanceChange,
+        $push: { applied_transaction_ids: { $each: markers }, pending_transactions: { $each: entries } },
+      },
+      { returnDocument: 'after', projection: { _id: 1 } },
+    ).lean();
+    if (updated) break;
+    // Refused: the wallet changed since it was read (a consumption, a termination, another
+    // top-up, or this one applied by a concurrent attempt). Read it again.
+  }
+  const { wallet, transactions } = await recordTopUp(deps, input.walletId, markers, input.createCreditInvoice);
+  return { outcome: 'applied', wallet, transactions };
 }
 
 export type TopUpResult =
@@ -190,10 +471,10 @@ export type TopUpResult =
   | { outcome: 'terminated'; wallet: WalletDoc };
 
 /**
- * Adds credits to an active wallet (a top-up or a grant): one guarded update raises both balances
- * by credits and credits x rate x 100 and records a granted inbound transaction. `transactionId`
- * is the idempotency marker: applying the same id twice changes the balance once. A terminated
- * wallet accepts nothing (specification, Errors).
+ * Adds free credits to an active wallet (a grant): applyTopUp with granted credits only, which
+ * raises both balances by credits and credits x rate x 100 and records a granted inbound
+ * transaction. `transactionId` is the idempotency marker: applying the same id twice changes the
+ * balance once. A terminated wallet accepts nothing (specification, Errors).
  */
 export async function topUpWallet(
   deps: WalletDeps,
@@ -206,43 +487,90 @@ export async function topUpWallet(
     transactionId?: string;
   },
 ): Promise<TopUpResult> {
+  const result = await applyTopUp(deps, {
+    organizationId: input.organizationId,
+    walletId: input.walletId,
+    changes: { grantedCredits: input.credits },
+    source: input.source,
+    at: input.at,
+    ids: { granted: input.transactionId },
+  });
+  if (result.outcome === 'insufficient_balance') throw new Error('a grant cannot exceed the balance');
+  if (result.outcome !== 'applied') return result;
+  return { outcome: 'applied', wallet: result.wallet, transaction: result.transactions[0]! };
+}
+
+/**
+ * A purchase's settlement (api-contract.md, Wallets): once its `credit` invoice is paid, its
+ * credits reach the balance (both balances, by its credits and cents), its record gets settled_at
+ * (the invoice's paid_at) and wallet_transaction.settled is announced. Called with every paid
+ * invoice (anything but a wallet purchase's credit invoice is ignored), and again by every retry:
+ * the balance moves once (the settlement's own marker, walletPurchaseSettlementId) and the event is
+ * emitted once (by key). Never before the invoice is paid. A wallet terminated meanwhile still
+ * records the payment (its balance is forfeited and no longer consumed).
+ */
+export async function settleWalletPurchase(
+  deps: EmitDeps,
+  invoice: Pick<InvoiceDoc, '_id' | 'organization_id' | 'invoice_type' | 'status' | 'paid_at' | 'idempotency_key'>,
+  at: Date,
+): Promise<WalletTransactionDoc | null> {
+  if (invoice.invoice_type !== 'credit' || invoice.status !== 'paid') return null;
+  const purchase = parseWalletPurchaseInvoiceKey(invoice.idempotency_key);
+  if (!purchase) return null;
   const { Wallet, WalletTransaction } = deps.models;
-  const transactionId = input.transactionId ?? newId();
-  const current = await Wallet.findOne({ _id: input.walletId, organization_id: input.organizationId }, { rate_amount: 1 }).lean();
-  if (!current) return { outcome: 'not_found' };
-  // Records an earlier change that a crash left parked, so the list of transactions stays whole.
-  await recordPendingTransactions(deps, input.walletId);
-  // rate_amount never changes after creation, so the cents computed from it stay exact.
-  const rate = fromDecimal128(current.rate_amount)!;
-  const cents = creditsToCents(input.credits, rate);
-  const entry = pendingEntry(
-    transactionId,
-    { transaction_type: 'inbound', status: 'granted', source: input.source, invoice_id: null, created_at: input.at },
-    cents,
-    input.credits,
-  );
-  const updated = await Wallet.findOneAndUpdate(
-    { ...notAppliedYet(input.walletId, transactionId), status: 'active', organization_id: input.organizationId },
-    {
-      $inc: { balance_cents: toDecimal128(cents), credits_balance: toDecimal128(input.credits) },
-      $push: { applied_transaction_ids: transactionId, pending_transactions: entry },
-    },
-    { returnDocument: 'after' },
-  ).lean();
-  if (!updated) {
-    const wallet = (await Wallet.findById(input.walletId).lean())!;
-    if (!wallet.applied_transaction_ids.includes(transactionId)) return { outcome: 'terminated', wallet };
-    // Applied by an earlier attempt with the same id.
-    await recordPendingTransactions(deps, input.walletId);
-    const transaction = (await WalletTransaction.findById(transactionId).lean())!;
-    return { outcome: 'applied', wallet: (await Wallet.findById(input.walletId).lean())!, transaction };
+  const settlementId = walletPurchaseSettlementId(purchase.transactionId);
+  const settledAt = invoice.paid_at ?? at;
+  for (let round = 0; ; round++) {
+    if (round >= MAX_TOP_UP_ROUNDS) throw new Error(`settlement of wallet purchase ${purchase.transactionId} kept colliding`);
+    // The purchase's record (parked by a crash, if need be), or the settlement parked by an earlier attempt.
+    await recordPendingTransactions(deps, purchase.walletId);
+    const record = await WalletTransaction.findById(purchase.transactionId).lean();
+    if (!record || record.status !== 'purchased' || record.invoice_id !== invoice._id) return null;
+    if (record.organization_id !== invoice.organization_id) return null;
+    if (record.settled_at) {
+      await emitTransactionSettled(deps, record);
+      return record;
+    }
+    const entry = pendingEntry(
+      record._id,
+      {
+        transaction_type: record.transaction_type,
+        status: record.status,
+        source: record.source,
+        invoice_id: record.invoice_id,
+        created_at: record.created_at,
+        settled_at: settledAt,
+      },
+      fromDecimal128(record.amount)!,
+      fromDecimal128(record.credit_amount)!,
+    );
+    // Parked under the purchase's id, only once nothing else is parked under it (its creation is
+    // recorded first).
+    const updated = await Wallet.findOneAndUpdate(
+      { ...notAppliedYet(purchase.walletId, settlementId), 'pending_transactions.id': { $ne: record._id } },
+      {
+        $inc: {
+          balance_cents: toDecimal128(fromDecimal128(record.amount)!),
+          credits_balance: toDecimal128(fromDecimal128(record.credit_amount)!),
+        },
+        $push: { applied_transaction_ids: settlementId, pending_transactions: entry },
+      },
+      { returnDocument: 'after' },
+    ).lean();
+    if (!updated) {
+      if (!(await Wallet.exists({ _id: purchase.walletId }))) return null;
+      // Applied by an earlier attempt (its parked entry is recorded next round), or an entry of the
+      // purchase is parked still: record and look again.
+      continue;
+    }
+    const settled = await recordPending(
+      deps.models,
+      updated,
+      updated.pending_transactions.find((p) => p.id === record._id)!,
+    );
+    await emitTransactionSettled(deps, settled);
+    return settled;
   }
-  const transaction = await recordPending(
-    deps.models,
-    updated,
-    updated.pending_transactions.find((p) => p.id === transactionId)!,
-  );
-  return { outcome: 'applied', wallet: (await Wallet.findById(input.walletId).lean())!, transaction };
 }
 
 export interface WalletConsumption {
@@ -435,7 +763,6 @@ async function debitWallet(
     amountCents,
     credits,
   );
-  const exactly = (d: Decimal) => ({ $gte: toDecimal128(d), $lte: toDecimal128(d) });
   const filter = {
     ...notAppliedYet(wallet._id, transactionId),
     ...usableAt(input.at),
@@ -452,6 +779,18 @@ async function debitWallet(
     { returnDocument: 'after', projection: { pending_transactions: 1 } },
   ).lean();
   return updated?.pending_transactions.find((p) => p.id === transactionId) ?? null;
+}
+
+/** Announces a purchase's settlement (wallet_transaction.settled); idempotent by transaction. */
+export async function emitTransactionSettled(deps: EmitDeps, record: WalletTransactionDoc): Promise<void> {
+  await emitEvent(deps, {
+    organizationId: record.organization_id,
+    type: 'wallet_transaction.settled',
+    idempotencyKey: `wallet-transaction/${record._id}/settled`,
+    object: toWalletTransactionResource(record),
+    occurredAt: record.settled_at ?? record.updated_at,
+    customerId: record.customer_id,
+  });
 }
 
 /** Announces a wallet transaction (wallet_transaction.created); idempotent by transaction. */

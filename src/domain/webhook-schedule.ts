@@ -39,6 +39,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'wallet.created',
   'wallet.terminated',
   'wallet_transaction.created',
+  'wallet_transaction.settled',
   'credit_note.created',
   'credit_note.finalized',
 ] as const;

@@ -4,11 +4,19 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { QueryFilter } from 'mongoose';
 import { z } from 'zod';
 import { idempotencyHeaders } from '../plugins/idempotency';
-import { createWallet, emitTransactionCreated, recordPendingTransactions, topUpWallet } from '../../billing/wallets';
+import { createCreditInvoice } from '../../billing/invoices';
+import {
+  applyTopUp,
+  createWallet,
+  emitTransactionCreated,
+  recordPendingTransactions,
+  type CreateCreditInvoice,
+} from '../../billing/wallets';
 import { isDuplicateKeyError } from '../../db';
 import { walletCodeSlot, type WalletDoc } from '../../db/models/wallet';
 import { WALLET_TRANSACTION_SOURCES, type WalletTransactionDoc } from '../../db/models/wallet-transaction';
 import { Dec } from '../../domain/money';
+import { deterministicId } from '../../ids';
 import { BadRequest, Conflict, NotFound, Validation } from '../../errors';
 import { workflowIds } from '../../temporal/workflow-ids';
 import { emitEvent } from '../../webhooks/emit-event';
@@ -32,16 +40,31 @@ const positiveDecimal = decimalInput({ min: 0 }).refine((v) => v.gt(0), 'must be
 const priority = z.number().int().min(1).max(50).describe('1 to 50; lower is consumed first');
 const walletName = z.string().trim().max(255).nullable();
 
-const createWalletBody = z.strictObject({
-  customer_id: z.string().trim().min(1).max(255).describe('id or external_id of the customer'),
-  name: walletName.optional(),
-  code: z.string().trim().min(1).max(255).nullable().optional().describe("unique among the customer's active wallets"),
-  currency: currencyCode.optional().describe("ISO 4217; default and only accepted value: the customer's currency"),
-  rate_amount: positiveDecimal.optional().describe('value of one credit in currency units; default "1"'),
-  priority: priority.default(1),
-  initial_granted_credits: decimalInput({ min: 0 }).optional().describe('credits granted at creation (a granted inbound transaction)'),
-  expiration_at: isoDateTimeInput.nullable().optional().describe('in the future; the wallet is terminated then'),
-});
+const paidCredits = decimalInput({ min: 0 }).describe(
+  'credits bought: a purchased inbound transaction and a finalized credit invoice of paid_credits x rate_amount x 100 cents; ' +
+    'the credits reach the balance when that invoice is paid',
+);
+const grantedCredits = decimalInput({ min: 0 }).describe('free credits, granted at once (a granted inbound transaction)');
+
+const createWalletBody = z
+  .strictObject({
+    customer_id: z.string().trim().min(1).max(255).describe('id or external_id of the customer'),
+    name: walletName.optional(),
+    code: z.string().trim().min(1).max(255).nullable().optional().describe("unique among the customer's active wallets"),
+    currency: currencyCode.optional().describe("ISO 4217; default and only accepted value: the customer's currency"),
+    rate_amount: positiveDecimal.optional().describe('value of one credit in currency units; default "1"'),
+    priority: priority.default(1),
+    initial_granted_credits: decimalInput({ min: 0 })
+      .optional()
+      .describe('credits granted at creation (a granted inbound transaction); the same as granted_credits'),
+    granted_credits: grantedCredits.optional(),
+    paid_credits: paidCredits.optional(),
+    expiration_at: isoDateTimeInput.nullable().optional().describe('in the future; the wallet is terminated then'),
+  })
+  .refine((b) => b.initial_granted_credits === undefined || b.granted_credits === undefined, {
+    path: ['granted_credits'],
+    message: 'give either initial_granted_credits or granted_credits, not both',
+  });
 
 const updateWalletBody = z.strictObject({
   name: walletName.optional(),
@@ -49,10 +72,26 @@ const updateWalletBody = z.strictObject({
   priority: priority.optional(),
 });
 
-const topUpBody = z.strictObject({
-  credits: positiveDecimal.describe('credits to add; the balance grows by credits x rate_amount x 100 cents'),
-  source: z.enum(WALLET_TRANSACTION_SOURCES).default('manual'),
-});
+const topUpBody = z
+  .strictObject({
+    credits: positiveDecimal
+      .optional()
+      .describe('free credits granted at once (the same as granted_credits); the balance grows by credits x rate_amount x 100 cents'),
+    granted_credits: grantedCredits.optional(),
+    paid_credits: paidCredits.optional(),
+    voided_credits: decimalInput({ min: 0 })
+      .optional()
+      .describe('credits taken off the balance at once (a voided outbound transaction); not more than the balance'),
+    source: z.enum(WALLET_TRANSACTION_SOURCES).default('manual'),
+  })
+  .refine((b) => b.credits === undefined || b.granted_credits === undefined, {
+    path: ['granted_credits'],
+    message: 'give either credits or granted_credits, not both',
+  })
+  .refine((b) => [b.credits, b.granted_credits, b.paid_credits, b.voided_credits].some((v) => v?.greaterThan(0)), {
+    path: ['credits'],
+    message: 'give credits, granted_credits, paid_credits or voided_credits greater than 0',
+  });
 
 const walletListQuery = listQuery.extend({
   customer_id: z.string().trim().min(1).max(255).optional().describe('id or external_id of the customer'),
@@ -71,6 +110,7 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
   const { Customer, Wallet, WalletTransaction } = db.models;
   const emitDeps = { models: db.models, temporal };
   const tags = ['wallets'];
+  const creditInvoice: CreateCreditInvoice = (request) => createCreditInvoice(db, emitDeps, request);
 
   async function findWallet(organizationId: string, id: string): Promise<WalletDoc> {
     const wallet = await Wallet.findOne({ _id: id, organization_id: organizationId }).lean();
@@ -146,14 +186,16 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
           rateAmount: body.rate_amount ?? new Dec(1),
           priority: body.priority,
           expirationAt: body.expiration_at ?? null,
-          initialGrantedCredits: body.initial_granted_credits ?? null,
+          initialGrantedCredits: body.initial_granted_credits ?? body.granted_credits ?? null,
+          paidCredits: body.paid_credits ?? null,
+          createCreditInvoice: creditInvoice,
           at: now,
         });
       } catch (err) {
         if (isDuplicateKeyError(err)) throw duplicate();
         throw err;
       }
-      const { wallet, transaction } = created;
+      const { wallet, transactions } = created;
       // The workflow owns expiry and termination from here on.
       await startWalletWorkflow(temporal, ...(await workflowOf(wallet)));
       const resource = toWalletResource(wallet);
@@ -167,7 +209,9 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
           customerId: wallet.customer_id,
         }),
       );
-      if (transaction) await announce(request.log, 'wallet_transaction.created', () => emitTransactionCreated(emitDeps, transaction));
+      for (const transaction of transactions) {
+        await announce(request.log, 'wallet_transaction.created', () => emitTransactionCreated(emitDeps, transaction));
+      }
       return reply.status(201).send(resource);
     },
   );
@@ -285,7 +329,9 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
       config: { idempotent: true },
       schema: {
         tags,
-        summary: 'Add credits to an active wallet (a granted inbound transaction)',
+        summary:
+          'Top up an active wallet: grant credits (at once), buy credits (a credit invoice; they arrive when it is paid), ' +
+          'void credits (at once, within the balance)',
         headers: idempotencyHeaders,
         params: idParams,
         body: topUpBody,
@@ -294,16 +340,39 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       const active = await findActiveWallet(request.organizationId, request.params.id);
-      const result = await topUpWallet(db, {
+      const body = request.body;
+      const changes = {
+        grantedCredits: body.credits ?? body.granted_credits ?? null,
+        paidCredits: body.paid_credits ?? null,
+        voidedCredits: body.voided_credits ?? null,
+      };
+      // With an Idempotency-Key the changes' ids come from it (and from what the request asks), so
+      // that a retry after a crash completes the same top-up (its credit invoice included) instead
+      // of making another one.
+      const key = request.headers['idempotency-key'];
+      const what = [changes.grantedCredits, changes.paidCredits, changes.voidedCredits].map((d) => d?.toFixed() ?? '-').join('/');
+      const idOf = (kind: string) =>
+        key === undefined ? undefined : deterministicId(`wallet/${active._id}/top-up/${key}/${what}/${body.source}/${kind}`);
+      const result = await applyTopUp(db, {
         organizationId: request.organizationId,
         walletId: request.params.id,
-        credits: request.body.credits,
-        source: request.body.source,
+        changes,
+        source: body.source,
         at: await customerNowById(db, active.customer_id, app.deps.now()),
+        ids: { granted: idOf('granted'), paid: idOf('paid'), voided: idOf('voided') },
+        createCreditInvoice: creditInvoice,
       });
       if (result.outcome === 'not_found') throw new NotFound('Wallet not found', 'wallet_not_found');
       if (result.outcome === 'terminated') throw terminatedError();
-      await announce(request.log, 'wallet_transaction.created', () => emitTransactionCreated(emitDeps, result.transaction));
+      if (result.outcome === 'insufficient_balance') {
+        throw Validation.field(
+          'voided_credits',
+          `must not exceed the wallet's balance (${toWalletResource(result.wallet).credits_balance} credits)`,
+        );
+      }
+      for (const transaction of result.transactions) {
+        await announce(request.log, 'wallet_transaction.created', () => emitTransactionCreated(emitDeps, transaction));
+      }
       return toWalletResource(result.wallet);
     },
   );

@@ -8,9 +8,11 @@ export type WalletTransactionSource = 'manual' | 'interval' | 'threshold';
 export const WALLET_TRANSACTION_SOURCES = ['manual', 'interval', 'threshold'] as const satisfies readonly WalletTransactionSource[];
 
 /**
- * One balance change of a wallet: a top-up or grant (inbound) or a consumption against an
- * invoice (outbound). Its `_id` is the idempotency marker pushed onto the wallet by the same
- * atomic update that changed the balance, so a retried write finds it already applied.
+ * One balance change of a wallet: a grant or purchase (inbound), a consumption against an invoice
+ * or a void (outbound). Its `_id` is the idempotency marker pushed onto the wallet by the same
+ * atomic update that changed the balance, so a retried write finds it already applied. A purchase
+ * (`purchased`) changes no balance when it is made: its credits arrive when its credit invoice is
+ * paid (its settlement, with a marker of its own: walletPurchaseSettlementId).
  */
 export interface WalletTransactionDoc extends BaseDoc {
   organization_id: string;
@@ -23,8 +25,13 @@ export interface WalletTransactionDoc extends BaseDoc {
   amount: Types.Decimal128;
   /** The same amount in credits (amount / rate_amount / 100). */
   credit_amount: Types.Decimal128;
-  /** Set for consumption. */
+  /** The consuming invoice (consumption), or the `credit` invoice of a purchase. */
   invoice_id: string | null;
+  /**
+   * When the credits moved: the creation instant, except for a purchase, null until its credit
+   * invoice is paid. Absent on records written before the field existed (read as created_at).
+   */
+  settled_at?: Date | null;
 }
 
 export const walletTransactionSchema = new Schema<WalletTransactionDoc>(
@@ -39,6 +46,7 @@ export const walletTransactionSchema = new Schema<WalletTransactionDoc>(
     amount: { type: Decimal128, required: true },
     credit_amount: { type: Decimal128, required: true },
     invoice_id: { type: String, default: null },
+    settled_at: { type: Date },
   },
   collectionOptions<WalletTransactionDoc>('wallet_transactions'),
 );

@@ -32,7 +32,10 @@ export interface WalletDoc extends BaseDoc {
   priority: number;
   expiration_at: Date | null;
   terminated_at: Date | null;
-  /** Idempotency markers: the ids of the wallet transactions whose balance change is applied. */
+  /**
+   * Idempotency markers: the ids of the wallet transactions whose change is applied (a purchase's
+   * id when it is made, its walletPurchaseSettlementId when its credits arrive).
+   */
   applied_transaction_ids: string[];
   /**
    * Balance changes applied but whose wallet_transactions record is not written yet. Pushed by the
@@ -51,6 +54,12 @@ export interface PendingWalletTransaction {
   credit_amount: Types.Decimal128;
   invoice_id: string | null;
   created_at: Date;
+  /**
+   * The record's settled_at: null for a purchase not paid yet; an entry parked by a purchase's
+   * settlement carries the payment instant (its record exists already and only gets this field).
+   * Absent on entries parked before the field existed (read as created_at).
+   */
+  settled_at?: Date | null;
 }
 
 export const walletSchema = new Schema<WalletDoc>(
@@ -82,6 +91,7 @@ export const walletSchema = new Schema<WalletDoc>(
             credit_amount: { type: Decimal128, required: true },
             invoice_id: { type: String, default: null },
             created_at: { type: Date, required: true },
+            settled_at: { type: Date },
           },
           { _id: false },
         ),
