@@ -19,6 +19,9 @@ import type { PlanResource } from '../../src/resources/plan';
 import type { SubscriptionResource } from '../../src/resources/subscription';
 import type { TestClockResource } from '../../src/resources/test-clock';
 import { eventually, expectError, expectValidationError, injectAs, ok, sleep, type Method } from '../support/http';
+import { billEventsInAdvance } from '../../src/billing/subscription/in-advance';
+import { subscriptionBillingContext } from '../../src/billing/subscription/shared';
+import { subscriptionStateQuery } from '../../workflows/subscription.messages';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
 import { startStackWorker, type StackWorker } from '../support/worker';
 
@@ -462,5 +465,30 @@ describe('a charge in advance that is not invoiceable', () => {
       charges: [{ billable_metric_id: s.metrics.storage!.id, charge_model: 'standard', properties: { amount: '1' }, invoiceable: false }],
     });
     expectValidationError(res, 'charges.0.invoiceable');
+  });
+});
+
+describe('a step retried after a crash', () => {
+  it('issues the invoice of a fee whose step died before its invoice, once, at the same amount', async () => {
+    const s = await setup({ storage: { aggregation_type: 'sum', field_name: 'gb' } }, [
+      { metric: 'storage', charge_model: 'standard', properties: { amount: '100' }, pay_in_advance: true },
+    ]);
+    // 3 GB at 100 cents: 300, on an invoice of its own.
+    const fee = await bill(s, 'storage', march(19), { gb: 3 });
+    expect(fee.amount_cents).toBe('300.0000');
+    const invoiceId = fee.invoice_id!;
+    // The step "died" after writing the fee and before its invoice: the invoice is not there.
+    await stack.db.models.Invoice.deleteOne({ _id: invoiceId });
+    const event = (await stack.db.models.Event.findOne({ transaction_id: fee.event_transaction_id }).lean())!;
+    const state = await stack.temporal.client.workflow.getHandle(`subscription/${s.sub.id}`).query(subscriptionStateQuery);
+    const ctx = subscriptionBillingContext(stack.db, { models: stack.db.models, temporal: stack.temporal });
+    // The retried step (and one more, a duplicated signal) issues it once, at the same amount.
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const result = await billEventsInAdvance(ctx, state, [event._id], new Date(NOW));
+      expect(result.invoiceIds).toEqual([invoiceId]);
+    }
+    const reissued = ok<InvoiceResource>(await api(s, 'GET', `/v1/invoices/${invoiceId}`));
+    expect([reissued.status, reissued.total, reissued.fees!.map((f) => f.id)]).toEqual(['finalized', '300.0000', [fee.id]]);
+    expect(await feesOf(s, s.charge('storage').id)).toHaveLength(1);
   });
 });

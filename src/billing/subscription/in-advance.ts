@@ -123,7 +123,7 @@ async function billEvent(
   const key = `${state.subscriptionId}/in_advance/${charge._id}/${event._id}`;
 
   // The bucket's fees so far in the period: their events are the usage billed before this one.
-  const earlier = await Fee.find(
+  const fees = await Fee.find(
     {
       subscription_id: state.subscriptionId,
       charge_id: charge._id,
@@ -131,9 +131,14 @@ async function billEvent(
       pay_in_advance: true,
       period_started_at: period.from,
     },
-    { event_id: 1, amount_cents: 1 },
+    { event_id: 1, amount_cents: 1, invoice_id: 1 },
   ).lean();
-  if (earlier.some((f) => f.event_id === event._id)) return null;
+  // Billed already: done when the fee stands alone; one on an invoice goes on below, since a retry
+  // after a crash between the fee and its invoice must still issue the invoice (createInvoice finds
+  // both by their keys). Its price is computed again without it, so it comes out the same.
+  const own = fees.find((f) => f.event_id === event._id);
+  if (own && own.invoice_id === null) return null;
+  const earlier = fees.filter((f) => f.event_id !== event._id);
   const earlierEvents = await Event.find(
     { _id: { $in: earlier.map((f) => f.event_id).filter((id): id is string => id !== null) } },
     { transaction_id: 1, timestamp: 1, properties: 1 },
