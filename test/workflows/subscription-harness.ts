@@ -233,17 +233,31 @@ async function settle(h: Harness, subscriptionId: string, afterVersion: number |
  * waiting for that step (and the invoices it issued) to complete before moving on: the
  * time-skipping server does not hold its clock while a TypeScript activity runs.
  */
+/**
+ * Awaits `call`, saying on stderr every 10 s that it is still waiting: one of these calls has been
+ * seen to block a whole minute in CI under load (the continue-as-new case), and the log names it.
+ */
+async function watched<T>(what: string, call: Promise<T>): Promise<T> {
+  const started = Date.now();
+  const timer = setInterval(() => console.error(`advanceTo: still waiting for ${what} after ${Date.now() - started} ms`), 10_000);
+  try {
+    return await call;
+  } finally {
+    clearInterval(timer);
+  }
+}
+
 export async function advanceTo(h: Harness, subscriptionId: string, until: Date): Promise<void> {
   for (;;) {
-    const state = await stateOf(h, subscriptionId);
+    const state = await watched('the state query', stateOf(h, subscriptionId));
     const due = state && !isFinal(state.status) ? nextDue(state) : null;
     const now = await h.env.currentTimeMs();
     if (!due || due.at > until.getTime()) {
-      if (until.getTime() > now) await h.env.sleep(until.getTime() - now);
+      if (until.getTime() > now) await watched(`env.sleep to ${until.toISOString()}`, h.env.sleep(until.getTime() - now));
       await settle(h, subscriptionId, null);
       return;
     }
-    if (due.at + 1000 > now) await h.env.sleep(due.at + 1000 - now);
+    if (due.at + 1000 > now) await watched(`env.sleep to the ${due.kind} step`, h.env.sleep(due.at + 1000 - now));
     await settle(h, subscriptionId, state!.version);
   }
 }
