@@ -8,7 +8,7 @@ import { isDuplicateKeyError } from '../db';
 import type { AppliedCouponDoc } from '../db/models/applied-coupon';
 import type { InvoiceDoc, InvoiceType } from '../db/models/invoice';
 import { applyCoupons, type AppliedCoupon, type CouponApplication } from '../domain/coupons';
-import { assembleInvoice, type AssembledInvoice, type PricedFee } from '../domain/invoice-assembly';
+import { assembleInvoice, type AssembledFee, type AssembledInvoice, type PricedFee } from '../domain/invoice-assembly';
 import { Dec, nonNegative, roundCents } from '../domain/money';
 import { invoiceDueDates, overdueAt } from '../domain/invoice-due';
 import { deterministicId, invoiceIdFor } from '../ids';
@@ -103,6 +103,59 @@ async function appliedCouponsOf(db: Db, organizationId: string, customerId: stri
   return applied.map((a) => ({ ...toAppliedCoupon(a, reusable.get(a.coupon_id) ?? true), status: 'active' as const }));
 }
 
+/** Where a fee stands: its id, its invoice (null: a fee billed without one), whose it is, what it covers. */
+export interface FeePlace {
+  id: string;
+  organizationId: string;
+  invoiceId: string | null;
+  customerId: string;
+  subscriptionId: string | null;
+  currency: string;
+  periodStartedAt: Date | null;
+  periodEndedAt: Date | null;
+  at: Date;
+}
+
+/** The stored fee of an assembled line. */
+export function feeRecord(fee: AssembledFee, place: FeePlace) {
+  return {
+    _id: place.id,
+    organization_id: place.organizationId,
+    invoice_id: place.invoiceId,
+    customer_id: place.customerId,
+    subscription_id: place.subscriptionId,
+    key: fee.key,
+    fee_type: fee.fee_type,
+    charge_id: fee.charge_id ?? null,
+    charge_filter_id: fee.charge_filter_id ?? null,
+    add_on_id: fee.add_on_id ?? null,
+    invoice_display_name: fee.invoice_display_name ?? null,
+    description: null,
+    currency: place.currency,
+    units: money(fee.units),
+    events_count: fee.events_count,
+    unit_amount_cents: money(fee.unit_amount_cents),
+    amount_cents: money(fee.amount_cents),
+    taxes_amount_cents: money(fee.taxes_amount_cents),
+    total_amount_cents: money(fee.total_amount_cents),
+    applied_taxes: fee.applied_taxes.map((t) => ({
+      tax_id: t.tax_id,
+      tax_code: t.tax_code,
+      tax_rate: money(t.tax_rate),
+      amount_cents: money(t.amount_cents),
+    })),
+    payment_status: 'pending' as const,
+    credited_amount_cents: money(0),
+    period_started_at: place.periodStartedAt,
+    period_ended_at: place.periodEndedAt,
+    pay_in_advance: fee.pay_in_advance ?? false,
+    event_id: fee.event_id ?? null,
+    event_transaction_id: fee.event_transaction_id ?? null,
+    created_at: place.at,
+    updated_at: place.at,
+  };
+}
+
 /**
  * Creates a draft invoice with its fees, priced and taxed by the engine, emits invoice.created and
  * starts its workflow. A retry with the same idempotency key returns the invoice created first.
@@ -194,42 +247,19 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
   if (assembled.fees.length > 0) {
     await Fee.collection
       .insertMany(
-        assembled.fees.map((fee) => ({
-          _id: deterministicId(`fee/${id}/${fee.key}`),
-          organization_id: input.organizationId,
-          invoice_id: id,
-          customer_id: input.customerId,
-          subscription_id: input.subscriptionId ?? null,
-          key: fee.key,
-          fee_type: fee.fee_type,
-          charge_id: fee.charge_id ?? null,
-          charge_filter_id: fee.charge_filter_id ?? null,
-          add_on_id: fee.add_on_id ?? null,
-          invoice_display_name: fee.invoice_display_name ?? null,
-          description: null,
-          currency: input.currency,
-          units: money(fee.units),
-          events_count: fee.events_count,
-          unit_amount_cents: money(fee.unit_amount_cents),
-          amount_cents: money(fee.amount_cents),
-          taxes_amount_cents: money(fee.taxes_amount_cents),
-          total_amount_cents: money(fee.total_amount_cents),
-          applied_taxes: fee.applied_taxes.map((t) => ({
-            tax_id: t.tax_id,
-            tax_code: t.tax_code,
-            tax_rate: money(t.tax_rate),
-            amount_cents: money(t.amount_cents),
-          })),
-          payment_status: 'pending',
-          credited_amount_cents: money(0),
-          period_started_at: fee.period?.from ?? input.linesPeriod?.from ?? input.periodStartedAt ?? null,
-          period_ended_at: fee.period?.to ?? input.linesPeriod?.to ?? input.periodEndedAt ?? null,
-          pay_in_advance: fee.pay_in_advance ?? false,
-          event_id: fee.event_id ?? null,
-          event_transaction_id: fee.event_transaction_id ?? null,
-          created_at: input.at,
-          updated_at: input.at,
-        })) as never[],
+        assembled.fees.map((fee) =>
+          feeRecord(fee, {
+            id: deterministicId(`fee/${id}/${fee.key}`),
+            organizationId: input.organizationId,
+            invoiceId: id,
+            customerId: input.customerId,
+            subscriptionId: input.subscriptionId ?? null,
+            currency: input.currency,
+            periodStartedAt: fee.period?.from ?? input.linesPeriod?.from ?? input.periodStartedAt ?? null,
+            periodEndedAt: fee.period?.to ?? input.linesPeriod?.to ?? input.periodEndedAt ?? null,
+            at: input.at,
+          }),
+        ) as never[],
         { ordered: false },
       )
       .catch((err: unknown) => {
@@ -411,16 +441,26 @@ async function afterFinalization(db: Db, deps: InvoiceDeps, invoice: InvoiceDoc,
   // its uses here (each use carries the invoice as a marker, so this is a no-op otherwise).
   for (const used of invoice.applied_coupons) await consumeCoupon(db, invoice._id, used.applied_coupon_id, finalizedAt);
   await emitInvoiceEvent(db, deps, invoice, 'invoice.finalized', finalizedAt);
+  // Covered at finalization (coupons, credit notes, wallets): paid with it.
   if (invoice.status === 'paid' && invoice.paid_at && invoice.paid_at.getTime() === finalizedAt.getTime()) {
-    // Covered at finalization (coupons, credit notes, wallets): every fee is paid with it.
-    await db.models.Fee.updateMany(
-      { invoice_id: invoice._id, payment_status: { $in: ['pending', 'failed'] } },
-      { $set: { payment_status: 'succeeded' } },
-    );
-    await emitInvoiceEvent(db, deps, invoice, 'invoice.paid', finalizedAt);
-    await settleWalletPurchase(deps, invoice, finalizedAt);
+    await afterPaid(db, deps, invoice, finalizedAt);
   }
   return invoice;
+}
+
+/**
+ * What follows an invoice's payment, however it came (at finalization, by its settlements):
+ * every fee paid (a refund later marks them refunded), invoice.paid, a wallet purchase settled,
+ * the payment requests holding it told. Idempotent: a retry after a crash completes it.
+ */
+async function afterPaid(db: Db, deps: InvoiceDeps, invoice: InvoiceDoc, at: Date): Promise<void> {
+  await db.models.Fee.updateMany(
+    { invoice_id: invoice._id, payment_status: { $in: ['pending', 'failed'] } },
+    { $set: { payment_status: 'succeeded' } },
+  );
+  await emitInvoiceEvent(db, deps, invoice, 'invoice.paid', invoice.paid_at ?? at);
+  await settleWalletPurchase(deps, invoice, at);
+  await notifyInvoiceLeft(db, deps.temporal, invoice);
 }
 
 const amountOf = (value: Parameters<typeof fromDecimal128>[0]) => fromDecimal128(value) ?? new Dec(0);
@@ -515,10 +555,9 @@ export async function payInvoice(db: Db, deps: InvoiceDeps, invoiceId: string, a
  */
 export async function markPaidIfSettled(db: Db, deps: InvoiceDeps, invoiceId: string, at: Date): Promise<InvoiceDoc> {
   const invoice = (await db.models.Invoice.findById(invoiceId).lean())!;
-  // Paid already (a retry after a crash before the event): announce it again (idempotent).
+  // Paid already (a retry after a crash past the status change): what follows it again (idempotent).
   if (invoice.status === 'paid') {
-    await emitInvoiceEvent(db, deps, invoice, 'invoice.paid', invoice.paid_at ?? at);
-    await settleWalletPurchase(deps, invoice, at);
+    await afterPaid(db, deps, invoice, at);
     return invoice;
   }
   if (invoice.status !== 'finalized') return invoice;
@@ -529,16 +568,7 @@ export async function markPaidIfSettled(db: Db, deps: InvoiceDeps, invoiceId: st
     { returnDocument: 'after' },
   ).lean();
   const current = paid ?? (await db.models.Invoice.findById(invoiceId).lean())!;
-  if (current.status === 'paid') {
-    // Every fee of a paid invoice is paid (a refund later marks them refunded).
-    await db.models.Fee.updateMany(
-      { invoice_id: invoiceId, payment_status: { $in: ['pending', 'failed'] } },
-      { $set: { payment_status: 'succeeded' } },
-    );
-    await emitInvoiceEvent(db, deps, current, 'invoice.paid', current.paid_at ?? at);
-    await settleWalletPurchase(deps, current, at);
-    await notifyInvoiceLeft(db, deps.temporal, current);
-  }
+  if (current.status === 'paid') await afterPaid(db, deps, current, at);
   return current;
 }
 

@@ -781,29 +781,20 @@ async function debitWallet(
   return updated?.pending_transactions.find((p) => p.id === transactionId) ?? null;
 }
 
-/** Announces a purchase's settlement (wallet_transaction.settled); idempotent by transaction. */
-export async function emitTransactionSettled(deps: EmitDeps, record: WalletTransactionDoc): Promise<void> {
+/** Announces a wallet transaction (wallet_transaction.created), or a purchase's settlement (.settled); idempotent by transaction. */
+async function emitTransactionEvent(deps: EmitDeps, record: WalletTransactionDoc, what: 'created' | 'settled'): Promise<void> {
   await emitEvent(deps, {
     organizationId: record.organization_id,
-    type: 'wallet_transaction.settled',
-    idempotencyKey: `wallet-transaction/${record._id}/settled`,
+    type: `wallet_transaction.${what}`,
+    idempotencyKey: `wallet-transaction/${record._id}/${what}`,
     object: toWalletTransactionResource(record),
-    occurredAt: record.settled_at ?? record.updated_at,
+    occurredAt: what === 'created' ? record.created_at : (record.settled_at ?? record.updated_at),
     customerId: record.customer_id,
   });
 }
 
-/** Announces a wallet transaction (wallet_transaction.created); idempotent by transaction. */
-export async function emitTransactionCreated(deps: EmitDeps, record: WalletTransactionDoc): Promise<void> {
-  await emitEvent(deps, {
-    organizationId: record.organization_id,
-    type: 'wallet_transaction.created',
-    idempotencyKey: `wallet-transaction/${record._id}/created`,
-    object: toWalletTransactionResource(record),
-    occurredAt: record.created_at,
-    customerId: record.customer_id,
-  });
-}
+export const emitTransactionCreated = (deps: EmitDeps, record: WalletTransactionDoc) => emitTransactionEvent(deps, record, 'created');
+const emitTransactionSettled = (deps: EmitDeps, record: WalletTransactionDoc) => emitTransactionEvent(deps, record, 'settled');
 
 export type TerminationResult =
   | { outcome: 'terminated'; wallet: WalletDoc }

@@ -22,6 +22,8 @@ import { eventually, expectError, expectValidationError, injectAs, ok, sleep, ty
 import { billEventsInAdvance } from '../../src/billing/subscription/in-advance';
 import { subscriptionBillingContext } from '../../src/billing/subscription/shared';
 import { subscriptionStateQuery } from '../../workflows/subscription.messages';
+import { CatalogView } from '../../src/usage/catalog-view';
+import { Ingestor } from '../../src/usage/ingest';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
 import { startStackWorker, type StackWorker } from '../support/worker';
 
@@ -391,7 +393,7 @@ describe('duplicates, batches and events out of order', () => {
 // ---- 5. the period end --------------------------------------------------------------------------
 
 describe('the period end', () => {
-  it('bills the base fee and the in-arrear charge, not the in-advance one again', async () => {
+  it('bills the base fee and the in-arrear charge, not the in-advance one again; an event whose signal was lost is billed in advance at the close', async () => {
     const s = await setup(
       { storage: { aggregation_type: 'sum', field_name: 'value' }, calls: { aggregation_type: 'count' } },
       [
@@ -407,13 +409,34 @@ describe('the period end', () => {
     await expectOwnInvoice(s, fee, '400.0000');
     // In arrear: 3 calls, nothing billed before the period ends.
     for (const day of [6, 7, 8]) ok(await postEvent(s, 'calls', march(day)), 201);
+    // An event whose signal never reached the workflow (stored without it): 2 more units, not billed yet.
+    const lost = uid('tx');
+    const [stored] = await new Ingestor(stack.db, new CatalogView(stack.db)).ingest(
+      { _id: s.org.id, timezone: 'UTC' },
+      [
+        {
+          transaction_id: lost,
+          external_customer_id: s.customer.external_id,
+          code: s.metrics.storage!.code,
+          timestamp: new Date(march(9)),
+          properties: { value: 2 },
+        },
+      ],
+      new Date(NOW),
+    );
+    expect(stored!.status).toBe('created');
     await sleep(1000);
     expect(await feesOf(s, arrearCharge)).toEqual([]);
+    expect(await feesOf(s, advanceCharge)).toHaveLength(1);
 
     await advance(s, PERIOD_END);
     const invoices = await invoicesOf(s);
-    expect(invoices).toHaveLength(2);
-    const closing = invoices.find((i) => i.id !== fee.invoice_id)!;
+    expect(invoices).toHaveLength(3);
+    // The period's close billed the missed event in advance first: 6 units × 100 − 400 billed = 200, on an invoice of its own.
+    const missed = (await feesOf(s, advanceCharge)).find((f) => f.event_transaction_id === lost)!;
+    expect([missed.amount_cents, missed.pay_in_advance]).toEqual(['200.0000', true]);
+    expect(invoices.find((i) => i.id === missed.invoice_id)).toMatchObject({ status: 'finalized', total: '200.0000' });
+    const closing = invoices.find((i) => i.id !== fee.invoice_id && i.id !== missed.invoice_id)!;
     // Base fee 1000 (March, 31 days) + 3 × 25 = 75: 1075; no fee of the in-advance charge.
     expect(closing).toMatchObject({
       invoice_type: 'subscription',
@@ -431,8 +454,8 @@ describe('the period end', () => {
         ['subscription', null, '31.0000', '1000.0000', false],
       ].sort(),
     );
-    // The in-advance charge still has its one fee.
-    expect((await feesOf(s, advanceCharge)).map((f) => f.id)).toEqual([fee.id]);
+    // The in-advance charge has its two fees, none on the closing invoice.
+    expect((await feesOf(s, advanceCharge)).map((f) => f.id).sort()).toEqual([fee.id, missed.id].sort());
   });
 });
 

@@ -7,7 +7,7 @@
 // bucket's price over the events billed so far in its period, with it, exceeds what they were
 // billed (Lago's running maximum: usage that goes down and up again is not billed twice).
 import { isDuplicateKeyError } from '../../db';
-import { fromDecimal128, toDecimal128 } from '../../db/decimal';
+import { fromDecimal128 } from '../../db/decimal';
 import type { EventDoc } from '../../db/models/event';
 import { aggregate } from '../../domain/aggregation';
 import { billedPerEvent } from '../../domain/charge-rules';
@@ -19,7 +19,7 @@ import type { UsageEvent } from '../../domain/usage-types';
 import { deterministicId } from '../../ids';
 import { scheduleOf, type SubscriptionState } from '../../subscriptions/state';
 import type { ChargeView, MetricView } from '../../usage/catalog-view';
-import { createInvoice } from '../invoices';
+import { createInvoice, feeRecord } from '../invoices';
 import { planView, type StepContext } from './shared';
 
 const usageEventOf = (event: Pick<EventDoc, 'transaction_id' | 'timestamp' | 'properties'>): UsageEvent => ({
@@ -44,6 +44,18 @@ export interface InAdvanceResult {
  * Bills the given events (of this subscription) in advance, in the order they happened; events
  * already billed, or of metrics no in-advance charge of the plan prices, are passed over.
  */
+/** The plan's charges billed event by event, with their metrics (none: nothing to bill in advance). */
+async function perEventCharges(
+  ctx: StepContext,
+  state: SubscriptionState,
+): Promise<{ charges: ChargeView[]; metrics: Map<string, MetricView> }> {
+  const plan = await planView(ctx, state.plan.id);
+  const candidates = plan.charges.filter((c) => c.pay_in_advance);
+  if (candidates.length === 0) return { charges: [], metrics: new Map() };
+  const metrics = await ctx.catalog.metricsById(state.organizationId, [...new Set(candidates.map((c) => c.billable_metric_id))]);
+  return { charges: candidates.filter((c) => billedPerEvent(c, metrics.get(c.billable_metric_id)!)), metrics };
+}
+
 export async function billEventsInAdvance(
   ctx: StepContext,
   state: SubscriptionState,
@@ -52,11 +64,7 @@ export async function billEventsInAdvance(
 ): Promise<InAdvanceResult> {
   const result: InAdvanceResult = { invoiceIds: [], feeIds: [] };
   if (eventIds.length === 0) return result;
-  const plan = await planView(ctx, state.plan.id);
-  const candidates = plan.charges.filter((c) => c.pay_in_advance);
-  if (candidates.length === 0) return result;
-  const metrics = await ctx.catalog.metricsById(state.organizationId, [...new Set(candidates.map((c) => c.billable_metric_id))]);
-  const charges = candidates.filter((c) => billedPerEvent(c, metrics.get(c.billable_metric_id)!));
+  const { charges, metrics } = await perEventCharges(ctx, state);
   if (charges.length === 0) return result;
   const events = await ctx.db.models.Event.find({
     _id: { $in: eventIds },
@@ -76,35 +84,31 @@ export async function billEventsInAdvance(
 }
 
 /**
- * The events of `[from, to)` that an in-advance charge prices and that have no fee yet (a signal
- * lost between the API and the workflow): billed before the period's invoice, so none is missed.
+ * The events of `[from, to)` that an in-advance charge prices and that have no fee of it yet (a
+ * signal lost between the API and the workflow): billed before the period's invoice, so none is missed.
  */
 export async function unbilledInAdvanceEvents(ctx: StepContext, state: SubscriptionState, from: Date, to: Date): Promise<string[]> {
-  const plan = await planView(ctx, state.plan.id);
-  const candidates = plan.charges.filter((c) => c.pay_in_advance);
-  if (candidates.length === 0) return [];
-  const metrics = await ctx.catalog.metricsById(state.organizationId, [...new Set(candidates.map((c) => c.billable_metric_id))]);
-  const metricIds = [
-    ...new Set(candidates.filter((c) => billedPerEvent(c, metrics.get(c.billable_metric_id)!)).map((c) => c.billable_metric_id)),
-  ];
-  if (metricIds.length === 0) return [];
+  const { charges } = await perEventCharges(ctx, state);
+  if (charges.length === 0) return [];
   const [events, fees] = await Promise.all([
     ctx.db.models.Event.find(
       {
         organization_id: state.organizationId,
         subscription_ids: state.subscriptionId,
-        billable_metric_id: { $in: metricIds },
+        billable_metric_id: { $in: [...new Set(charges.map((c) => c.billable_metric_id))] },
         timestamp: { $gte: from, $lt: to },
       },
-      { _id: 1 },
+      { _id: 1, billable_metric_id: 1 },
     ).lean(),
     ctx.db.models.Fee.find(
       { subscription_id: state.subscriptionId, pay_in_advance: true, period_started_at: { $gte: from, $lt: to } },
-      { event_id: 1 },
+      { event_id: 1, charge_id: 1 },
     ).lean(),
   ]);
-  const billed = new Set(fees.map((f) => f.event_id));
-  return events.map((e) => e._id).filter((id) => !billed.has(id));
+  const billed = new Set(fees.map((f) => `${f.charge_id}/${f.event_id}`));
+  return events
+    .filter((e) => charges.some((c) => c.billable_metric_id === e.billable_metric_id && !billed.has(`${c._id}/${e._id}`)))
+    .map((e) => e._id);
 }
 
 async function billEvent(
@@ -198,36 +202,31 @@ async function billEvent(
   // alone, so that the event counts as billed.
   const feeId = deterministicId(`fee/${key}`);
   try {
-    await Fee.create({
-      _id: feeId,
-      organization_id: state.organizationId,
-      invoice_id: null,
-      customer_id: state.customerId,
-      subscription_id: state.subscriptionId,
-      // Unique without an invoice: an event two subscriptions take is billed by each.
-      key: `${line.key}/subscription/${state.subscriptionId}`,
-      fee_type: 'charge',
-      charge_id: charge._id,
-      charge_filter_id: filter?._id ?? null,
-      invoice_display_name: line.invoice_display_name ?? null,
-      currency: state.plan.currency,
-      units: toDecimal128(units),
-      events_count: 1,
-      unit_amount_cents: toDecimal128(line.unit_amount_cents),
-      amount_cents: toDecimal128(amount),
-      taxes_amount_cents: toDecimal128(new Dec(0)),
-      total_amount_cents: toDecimal128(amount),
-      applied_taxes: [],
-      payment_status: 'pending',
-      credited_amount_cents: toDecimal128(new Dec(0)),
-      period_started_at: period.from,
-      period_ended_at: period.to,
-      pay_in_advance: true,
-      event_id: event._id,
-      event_transaction_id: event.transaction_id,
-      created_at: at,
-      updated_at: at,
-    });
+    await Fee.create(
+      feeRecord(
+        // Untaxed for now (taxes are computed with an invoice); the key is unique without an
+        // invoice: an event two subscriptions take is billed by each.
+        {
+          ...line,
+          key: `${line.key}/subscription/${state.subscriptionId}`,
+          tax_level: null,
+          applied_taxes: [],
+          taxes_amount_cents: ZERO,
+          total_amount_cents: amount,
+        },
+        {
+          id: feeId,
+          organizationId: state.organizationId,
+          invoiceId: null,
+          customerId: state.customerId,
+          subscriptionId: state.subscriptionId,
+          currency: state.plan.currency,
+          periodStartedAt: period.from,
+          periodEndedAt: period.to,
+          at,
+        },
+      ),
+    );
   } catch (err) {
     if (!isDuplicateKeyError(err)) throw err;
   }
