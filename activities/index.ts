@@ -30,7 +30,7 @@ export interface ActivityDeps {
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createDiagnosticActivities(deps.db.models),
-    ...createWalletActivities({ models: deps.db.models, temporal: deps.temporal }),
+    ...createWalletActivities(deps.db, { models: deps.db.models, temporal: deps.temporal }),
     ...createInvoiceActivities(deps.db, { models: deps.db.models, temporal: deps.temporal }),
     ...createSubscriptionActivities(deps.db, { models: deps.db.models, temporal: deps.temporal }),
     ...createTestClockActivities({ db: deps.db, temporal: deps.temporal }),

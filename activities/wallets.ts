@@ -1,5 +1,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
-import { terminateWallet } from '../src/billing/wallets';
+import { createCreditInvoice } from '../src/billing/invoices';
+import { applyIntervalTopUp, applyThresholdTopUps, terminateWallet, type CreateCreditInvoice } from '../src/billing/wallets';
+import type { Db } from '../src/db';
 import { toWalletResource, type WalletResource } from '../src/resources/wallet';
 import type { EmitDeps } from '../src/webhooks/emit-event';
 
@@ -12,7 +14,8 @@ export interface WalletTermination {
 }
 
 /** The activities of walletWorkflow. Each is idempotent and acts for the instant it is given. */
-export function createWalletActivities(deps: EmitDeps) {
+export function createWalletActivities(db: Db, deps: EmitDeps) {
+  const creditInvoice: CreateCreditInvoice = (request) => createCreditInvoice(db, deps, request);
   return {
     /**
      * Terminates the wallet at `at` (its expiration_at for an expiry, the workflow time of the
@@ -27,6 +30,21 @@ export function createWalletActivities(deps: EmitDeps) {
         wallet: toWalletResource(result.wallet),
         expirationAt: result.wallet.expiration_at ? result.wallet.expiration_at.toISOString() : null,
       };
+    },
+
+    /**
+     * An interval rule's top-up for its anniversary `at` (source interval): its granted credits at
+     * once, its paid credits as a purchase with its credit invoice. Once per (rule, anniversary),
+     * whatever the retries; nothing when the rule is gone or the wallet terminated.
+     */
+    async walletIntervalTopUpActivity(input: { walletId: string; ruleId: string; at: string }): Promise<{ applied: boolean }> {
+      const result = await applyIntervalTopUp(deps, { ...input, at: new Date(input.at), createCreditInvoice: creditInvoice });
+      return { applied: result.outcome === 'applied' };
+    },
+
+    /** The threshold top-ups consumptions parked on the wallet, each once (source threshold). */
+    async walletThresholdTopUpsActivity(input: { walletId: string }): Promise<{ applied: number }> {
+      return { applied: await applyThresholdTopUps(deps, { walletId: input.walletId, createCreditInvoice: creditInvoice }) };
     },
   };
 }

@@ -14,6 +14,7 @@ import type { WalletResource } from '../src/resources/wallet';
 import type { TemporalClient } from '../src/temporal/client';
 import { entitySearchAttributes } from '../src/temporal/search-attributes';
 import { workflowIds } from '../src/temporal/workflow-ids';
+import type { RuleInterval } from '../src/domain/wallet-rules';
 import type { ClockRef } from '../src/test-clocks/time';
 import type * as workflows from './index';
 
@@ -27,16 +28,36 @@ export interface WalletWorkflowInput {
   expirationAt: string | null;
   /** The customer's test clock, if it is on one. */
   clock?: ClockRef | null;
+  /** The customer's time zone, for the anniversaries of interval rules (absent: UTC). */
+  timezone?: string;
+  /** The wallet's interval rules, each with the instant after which it runs next. */
+  intervalRules?: WalletIntervalRule[];
+}
+
+/** An interval rule as its wallet's workflow schedules it (the rule's credits are read when it runs). */
+export interface WalletIntervalRule {
+  id: string;
+  interval: RuleInterval;
+  /** ISO: the anchor of its anniversaries (the rule's started_at, else the wallet's creation). */
+  startedAt: string;
+  /** ISO: it runs at its first anniversary strictly after this instant (its creation, then its last run). */
+  after: string;
 }
 
 export interface WalletWorkflowState {
   status: 'active' | 'terminating' | 'terminated';
   expirationAt: string | null;
   terminatedAt: string | null;
+  /** When each interval rule runs next (ISO). Absent in states answered before rules existed. */
+  nextRuns?: { ruleId: string; at: string }[];
 }
 
 export const terminateWalletUpdate = defineUpdate<WalletResource>('terminate');
 export const expirationChangedSignal = defineSignal<[expirationAt: string | null]>('expirationChanged');
+/** The wallet's interval rules as they are now (PUT /v1/wallets/{id} with recurring_transaction_rules). */
+export const rulesChangedSignal = defineSignal<[rules: WalletIntervalRule[]]>('rulesChanged');
+/** A consumption crossed a threshold rule: the workflow makes the top-ups parked on the wallet. */
+export const thresholdCrossedSignal = defineSignal('thresholdCrossed');
 export const walletStateQuery = defineQuery<WalletWorkflowState>('state');
 
 /** The failure type the API maps to 400 wallet_terminated. */
@@ -77,5 +98,25 @@ export function signalWalletExpirationChanged(temporal: TemporalClient, input: W
     workflowIdReusePolicy: 'REJECT_DUPLICATE',
     signal: expirationChangedSignal,
     signalArgs: [input.expirationAt],
+  });
+}
+
+/** Tells the wallet's workflow its interval rules changed; like signalWalletExpirationChanged otherwise. */
+export function signalWalletRulesChanged(temporal: TemporalClient, input: WalletWorkflowInput, owner: WalletOwner) {
+  return temporal.client.workflow.signalWithStart<WalletWorkflow, [WalletIntervalRule[]]>(walletWorkflowType, {
+    ...startOptions(temporal, input, owner),
+    workflowIdReusePolicy: 'REJECT_DUPLICATE',
+    signal: rulesChangedSignal,
+    signalArgs: [input.intervalRules ?? []],
+  });
+}
+
+/** Tells a wallet's workflow that threshold top-ups are parked on the wallet; like signalWalletExpirationChanged otherwise. */
+export function signalWalletThresholdCrossed(temporal: TemporalClient, input: WalletWorkflowInput, owner: WalletOwner) {
+  return temporal.client.workflow.signalWithStart<WalletWorkflow, []>(walletWorkflowType, {
+    ...startOptions(temporal, input, owner),
+    workflowIdReusePolicy: 'REJECT_DUPLICATE',
+    signal: thresholdCrossedSignal,
+    signalArgs: [],
   });
 }

@@ -3,10 +3,16 @@
  * is shared with invoice finalizations and changes through guarded atomic updates instead).
  *
  * Timers: expiration_at, through waitUntil (none while the wallet has no expiration); when it is
- *   reached the wallet is terminated with terminated_at = expiration_at.
+ *   reached the wallet is terminated with terminated_at = expiration_at. Each interval rule's next
+ *   anniversary (src/domain/wallet-rules.ts, in the customer's time zone): the rule tops up for
+ *   that instant (walletIntervalTopUpActivity), then waits for the next one. The earliest of them
+ *   all is the one timer; a run due at or after the expiration never happens.
  * Updates: terminate (DELETE /v1/wallets/{id}) answers the terminated wallet; its validator
  *   refuses a wallet that is terminated or being terminated, before anything is written.
- * Signals: expirationChanged(expirationAt | null) re-arms the timer (PUT /v1/wallets/{id}).
+ * Signals: expirationChanged(expirationAt | null) re-arms the timer (PUT /v1/wallets/{id});
+ *   rulesChanged(intervalRules) replaces the rules' timers (PUT with recurring_transaction_rules);
+ *   thresholdCrossed: a consumption parked threshold top-ups on the wallet, which
+ *   walletThresholdTopUpsActivity makes (each once, whatever the repeated signals).
  * Query: state. (All defined in wallet.messages.ts, with the start options.)
  * Ends when the wallet is terminated.
  */
@@ -25,14 +31,18 @@ import type { WalletTermination } from '../activities/wallets';
 import { BillingStatus } from '../src/temporal/search-attributes';
 import {
   expirationChangedSignal,
+  rulesChangedSignal,
   terminateWalletUpdate,
+  thresholdCrossedSignal,
   WALLET_TERMINATED,
   walletStateQuery,
+  type WalletIntervalRule,
   type WalletWorkflowInput,
 } from './wallet.messages';
+import { nextIntervalRun } from '../src/domain/wallet-rules';
 import { currentClock, markFinished, now, useClock, waitFor, waitUntil } from './wait';
 
-const { terminateWalletActivity } = proxyActivities<Activities>({
+const { terminateWalletActivity, walletIntervalTopUpActivity, walletThresholdTopUpsActivity } = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
@@ -52,6 +62,22 @@ export async function walletWorkflow(input: WalletWorkflowInput): Promise<Wallet
   let manual = false;
   let ended: WalletWorkflowResult | null = null;
   let terminatedAt: string | null = null;
+  const timezone = input.timezone ?? 'UTC';
+  let rules: WalletIntervalRule[] = input.intervalRules ?? [];
+  let thresholdOwed = false;
+
+  const nextRunOf = (rule: WalletIntervalRule): number =>
+    nextIntervalRun(new Date(rule.startedAt), rule.interval, timezone, new Date(rule.after)).getTime();
+
+  /** The earliest timer: an interval rule's run strictly before the expiration, else the expiration. */
+  function nextTimer(): { at: number; rule: WalletIntervalRule | null } | null {
+    let next: { at: number; rule: WalletIntervalRule | null } | null = expirationAt === null ? null : { at: expirationAt, rule: null };
+    for (const rule of rules) {
+      const at = nextRunOf(rule);
+      if (next === null || at < next.at) next = { at, rule };
+    }
+    return next;
+  }
 
   function finish(result: WalletTermination, reason: WalletWorkflowResult['reason'], decidedAt: number): boolean {
     if (result.outcome !== 'terminated') {
@@ -68,7 +94,15 @@ export async function walletWorkflow(input: WalletWorkflowInput): Promise<Wallet
     status: ended ? 'terminated' : manual ? 'terminating' : 'active',
     expirationAt: expirationAt === null ? null : new Date(expirationAt).toISOString(),
     terminatedAt,
+    nextRuns: rules.map((rule) => ({ ruleId: rule.id, at: new Date(nextRunOf(rule)).toISOString() })),
   }));
+  setHandler(rulesChangedSignal, (next) => {
+    rules = next;
+    rearm = true;
+  });
+  setHandler(thresholdCrossedSignal, () => {
+    thresholdOwed = true;
+  });
   setHandler(expirationChangedSignal, (next) => {
     expirationAt = next ? Date.parse(next) : null;
     rearm = true;
@@ -95,30 +129,44 @@ export async function walletWorkflow(input: WalletWorkflowInput): Promise<Wallet
   );
 
   while (!ended) {
-    const interrupted = () => rearm || manual || ended !== null;
+    const interrupted = () => rearm || manual || thresholdOwed || ended !== null;
+    const timer = nextTimer();
     if (manual) {
       // A terminate update is running its activity: it ends the wallet (or fails and gives back).
       await waitFor(() => !manual || ended !== null);
-    } else if (expirationAt === null) {
+    } else if (thresholdOwed) {
+      thresholdOwed = false;
+      await walletThresholdTopUpsActivity({ walletId: input.walletId });
+    } else if (timer === null) {
       await waitFor(interrupted);
     } else {
-      const due = expirationAt;
+      const due = timer.at;
       const waited = await waitUntil(due, interrupted);
       if (waited === 'elapsed' && !ended && !manual) {
-        const firedAt = now();
-        // Acts for the expiration instant itself, so a late timer (a worker that was down) still
-        // records the wallet as terminated when it expired.
-        const result = await terminateWalletActivity({ walletId: input.walletId, at: new Date(due).toISOString(), reason: 'expired' });
-        finish(result, 'expired', firedAt);
+        if (timer.rule) {
+          const ruleId = timer.rule.id;
+          const dueIso = new Date(due).toISOString();
+          // For the anniversary itself, so a late timer tops up for the instant it was due.
+          await walletIntervalTopUpActivity({ walletId: input.walletId, ruleId, at: dueIso });
+          rules = rules.map((rule) => (rule.id === ruleId ? { ...rule, after: dueIso } : rule));
+        } else {
+          const firedAt = now();
+          // Acts for the expiration instant itself, so a late timer (a worker that was down) still
+          // records the wallet as terminated when it expired.
+          const result = await terminateWalletActivity({ walletId: input.walletId, at: new Date(due).toISOString(), reason: 'expired' });
+          finish(result, 'expired', firedAt);
+        }
       }
     }
     rearm = false;
-    if (!ended && !manual && workflowInfo().continueAsNewSuggested) {
+    if (!ended && !manual && !thresholdOwed && workflowInfo().continueAsNewSuggested) {
       await condition(allHandlersFinished);
       await continueAsNew<typeof walletWorkflow>({
         walletId: input.walletId,
         expirationAt: expirationAt === null ? null : new Date(expirationAt).toISOString(),
         clock: currentClock(),
+        ...(input.timezone === undefined ? {} : { timezone: input.timezone }),
+        ...(rules.length === 0 && input.intervalRules === undefined ? {} : { intervalRules: rules }),
       });
     }
   }

@@ -1,17 +1,34 @@
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type Decimal from 'decimal.js';
 import type { Db, Models } from '../db';
 import { isDuplicateKeyError } from '../db';
 import { newId } from '../db/base';
-import { walletCodeSlot, type PendingWalletTransaction, type WalletDoc } from '../db/models/wallet';
+import {
+  walletCodeSlot,
+  type PendingWalletTransaction,
+  type ThresholdCrossing,
+  type WalletDoc,
+  type WalletRuleDoc,
+  type WalletRuleTrigger,
+} from '../db/models/wallet';
 import type { InvoiceDoc } from '../db/models/invoice';
 import type { WalletTransactionDoc, WalletTransactionSource } from '../db/models/wallet-transaction';
 import { fromDecimal128, toDecimal128 } from '../db/decimal';
 import { allocateWallets } from '../domain/wallet-allocation';
+import { crossedThresholds, type RuleInterval, type ThresholdRule } from '../domain/wallet-rules';
 import { Dec } from '../domain/money';
 import { deterministicId, invoiceIdFor } from '../ids';
 import { toWalletResource } from '../resources/wallet';
 import { toWalletTransactionResource } from '../resources/wallet-transaction';
+import type { TemporalClient } from '../temporal/client';
+import { clockOfCustomerId } from '../test-clocks/time';
 import { emitEvent, type EmitDeps } from '../webhooks/emit-event';
+import {
+  signalWalletThresholdCrossed,
+  type WalletIntervalRule,
+  type WalletOwner,
+  type WalletWorkflowInput,
+} from '../../workflows/wallet.messages';
 import { recordSettlement } from './settlements';
 
 /**
@@ -178,6 +195,8 @@ export interface CreateWalletInput {
   paidCredits?: Decimal | null;
   /** Creates the purchase's credit invoice; required with paidCredits. */
   createCreditInvoice?: CreateCreditInvoice;
+  /** Its recurring transaction rules (at most 5, validated by the API). */
+  rules?: WalletRuleInput[];
   at: Date;
 }
 
@@ -330,6 +349,11 @@ export async function createWallet(deps: WalletDeps, input: CreateWalletInput): 
     terminated_at: null,
     applied_transaction_ids: entries.map((e) => e.id),
     pending_transactions: entries,
+    recurring_transaction_rules: walletRuleDocs(input.rules ?? [], input.at),
+    threshold_crossings: [],
+    // The creation instant in the customer's time (its test clock's): the anchor of interval rules.
+    created_at: input.at,
+    updated_at: input.at,
   });
   return recordTopUp(
     deps,
@@ -716,6 +740,8 @@ async function consumeUnderLease(
   // Every consumption of the invoice, earlier attempts' included (an event is emitted once by key).
   if (emit) {
     for (const record of records) await emitTransactionCreated({ models: db.models, temporal: emit.temporal }, record);
+    // Threshold top-ups this consumption (or an earlier attempt's) owes: their wallets' workflows make them.
+    if (used.size > 0) await announceThresholdCrossings(db, emit.temporal, [...used]);
   }
   const totalCents = consumptions.reduce((acc, c) => acc.plus(c.amountCents), new Dec(0));
   return { totalCents, consumptions };
@@ -763,10 +789,18 @@ async function debitWallet(
     amountCents,
     credits,
   );
+  // With threshold rules the balance before the debit must be the one read (guarded exactly), so
+  // that the crossings computed from it are the real ones; they are parked by the same update.
+  const thresholds = thresholdRulesOf(wallet);
+  const crossings: ThresholdCrossing[] = crossedThresholds(
+    thresholds,
+    creditsBalance,
+    drains ? new Dec(0) : creditsBalance.minus(credits),
+  ).map((ruleId) => ({ rule_id: ruleId, transaction_id: transactionId, at: input.at }));
   const filter = {
     ...notAppliedYet(wallet._id, transactionId),
     ...usableAt(input.at),
-    ...(drains
+    ...(drains || thresholds.length > 0
       ? { balance_cents: exactly(balance), credits_balance: exactly(creditsBalance) }
       : { balance_cents: { $gte: toDecimal128(amountCents) } }),
   };
@@ -775,7 +809,14 @@ async function debitWallet(
     : { $inc: { balance_cents: toDecimal128(amountCents.negated()), credits_balance: toDecimal128(credits.negated()) } };
   const updated = await models.Wallet.findOneAndUpdate(
     filter,
-    { ...change, $push: { applied_transaction_ids: transactionId, pending_transactions: entry } },
+    {
+      ...change,
+      $push: {
+        applied_transaction_ids: transactionId,
+        pending_transactions: entry,
+        ...(crossings.length > 0 ? { threshold_crossings: { $each: crossings } } : {}),
+      },
+    },
     { returnDocument: 'after', projection: { pending_transactions: 1 } },
   ).lean();
   return updated?.pending_transactions.find((p) => p.id === transactionId) ?? null;
@@ -831,4 +872,164 @@ export async function terminateWallet(
     customerId: wallet.customer_id,
   });
   return { outcome: 'terminated', wallet };
+}
+
+// ---- recurring transaction rules ------------------------------------------------------------
+
+/** A recurring transaction rule as the API gives it (api-contract.md, Wallets). */
+export interface WalletRuleInput {
+  trigger: WalletRuleTrigger;
+  interval: RuleInterval | null;
+  thresholdCredits: Decimal | null;
+  paidCredits: Decimal;
+  grantedCredits: Decimal;
+  startedAt: Date | null;
+}
+
+/** The stored rules, each with a new id, made at `at`. */
+export function walletRuleDocs(rules: readonly WalletRuleInput[], at: Date): WalletRuleDoc[] {
+  return rules.map((rule) => ({
+    id: newId(),
+    trigger: rule.trigger,
+    interval: rule.trigger === 'interval' ? rule.interval : null,
+    threshold_credits: rule.trigger === 'threshold' && rule.thresholdCredits ? toDecimal128(rule.thresholdCredits) : null,
+    paid_credits: toDecimal128(rule.paidCredits),
+    granted_credits: toDecimal128(rule.grantedCredits),
+    started_at: rule.trigger === 'interval' ? rule.startedAt : null,
+    created_at: at,
+  }));
+}
+
+function thresholdRulesOf(wallet: Pick<WalletDoc, 'recurring_transaction_rules'>): ThresholdRule[] {
+  return (wallet.recurring_transaction_rules ?? [])
+    .filter((r) => r.trigger === 'threshold' && r.threshold_credits)
+    .map((r) => ({ id: r.id, thresholdCredits: fromDecimal128(r.threshold_credits)! }));
+}
+
+/** The interval rules as the wallet's workflow schedules them: anchored at started_at (else the wallet's creation). */
+export function intervalRulesOf(wallet: Pick<WalletDoc, 'recurring_transaction_rules' | 'created_at'>): WalletIntervalRule[] {
+  return (wallet.recurring_transaction_rules ?? [])
+    .filter((r) => r.trigger === 'interval' && r.interval)
+    .map((r) => ({
+      id: r.id,
+      interval: r.interval!,
+      startedAt: (r.started_at ?? wallet.created_at).toISOString(),
+      after: r.created_at.toISOString(),
+    }));
+}
+
+/** What a wallet's workflow starts with: its expiry, its interval rules, the customer's clock and time zone. */
+export async function walletWorkflowOf(db: Db, wallet: WalletDoc): Promise<[WalletWorkflowInput, WalletOwner]> {
+  const [clock, customer] = await Promise.all([
+    clockOfCustomerId(db, wallet.customer_id),
+    db.models.Customer.findById(wallet.customer_id, { timezone: 1 }).lean(),
+  ]);
+  const organization = customer?.timezone ? null : await db.models.Organization.findById(wallet.organization_id, { timezone: 1 }).lean();
+  const intervalRules = intervalRulesOf(wallet);
+  return [
+    {
+      walletId: wallet._id,
+      expirationAt: wallet.expiration_at ? wallet.expiration_at.toISOString() : null,
+      clock,
+      timezone: customer?.timezone ?? organization?.timezone ?? 'UTC',
+      ...(intervalRules.length > 0 ? { intervalRules } : {}),
+    },
+    { organizationId: wallet.organization_id, customerId: wallet.customer_id, status: wallet.status },
+  ];
+}
+
+/**
+ * Tells the workflows of these wallets that threshold top-ups are parked on them (starting a
+ * workflow that never started). A terminated wallet gets none: its crossings are dropped. A
+ * signal that fails leaves them parked; the next consumption of the wallet (or a retry of this
+ * one) tells again.
+ */
+export async function announceThresholdCrossings(db: Db, temporal: TemporalClient, walletIds: string[]): Promise<void> {
+  const { Wallet } = db.models;
+  const owing = await Wallet.find({ _id: { $in: walletIds }, 'threshold_crossings.0': { $exists: true } }).lean();
+  for (const wallet of owing) {
+    try {
+      if (wallet.status === 'active') {
+        await signalWalletThresholdCrossed(temporal, ...(await walletWorkflowOf(db, wallet)));
+        continue;
+      }
+    } catch (err) {
+      // Its workflow ended: the wallet was terminated meanwhile.
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+    }
+    await Wallet.updateOne({ _id: wallet._id, status: { $ne: 'active' } }, { $set: { threshold_crossings: [] } });
+  }
+}
+
+/**
+ * A rule's top-up: its granted credits at once and its paid credits as a purchase (with its credit
+ * invoice), through applyTopUp with ids derived from `key`, so that the same (rule, occasion) tops
+ * up once whatever the retries; each new transaction is announced (wallet_transaction.created).
+ */
+async function ruleTopUp(
+  deps: EmitDeps,
+  wallet: WalletDoc,
+  rule: WalletRuleDoc,
+  occasion: { source: 'interval' | 'threshold'; at: Date; key: string },
+  createCreditInvoice: CreateCreditInvoice,
+): Promise<ApplyTopUpResult> {
+  const result = await applyTopUp(deps, {
+    organizationId: wallet.organization_id,
+    walletId: wallet._id,
+    changes: { grantedCredits: fromDecimal128(rule.granted_credits), paidCredits: fromDecimal128(rule.paid_credits) },
+    source: occasion.source,
+    at: occasion.at,
+    ids: { granted: deterministicId(`${occasion.key}/granted`), paid: deterministicId(`${occasion.key}/paid`) },
+    createCreditInvoice,
+  });
+  if (result.outcome === 'applied') {
+    for (const transaction of result.transactions) await emitTransactionCreated(deps, transaction);
+  }
+  return result;
+}
+
+export type RuleTopUpResult = ApplyTopUpResult | { outcome: 'rule_gone' };
+
+/**
+ * An interval rule's top-up for its anniversary `at` (source interval): once per (rule,
+ * anniversary). Nothing when the rule was removed or replaced meanwhile, or the wallet terminated.
+ */
+export async function applyIntervalTopUp(
+  deps: EmitDeps,
+  input: { walletId: string; ruleId: string; at: Date; createCreditInvoice: CreateCreditInvoice },
+): Promise<RuleTopUpResult> {
+  const wallet = await deps.models.Wallet.findById(input.walletId).lean();
+  if (!wallet) return { outcome: 'not_found' };
+  const rule = (wallet.recurring_transaction_rules ?? []).find((r) => r.id === input.ruleId && r.trigger === 'interval');
+  if (!rule) return { outcome: 'rule_gone' };
+  const key = `wallet/${wallet._id}/rule/${rule.id}/interval/${input.at.toISOString()}`;
+  return ruleTopUp(deps, wallet, rule, { source: 'interval', at: input.at, key }, input.createCreditInvoice);
+}
+
+/**
+ * The threshold top-ups parked on a wallet by the consumptions that crossed a rule's threshold:
+ * one per (rule, consumption), for the consumption's instant (source threshold), then unparked. A
+ * rule removed meanwhile, or a terminated wallet, tops up nothing. Answers how many were made.
+ */
+export async function applyThresholdTopUps(
+  deps: EmitDeps,
+  input: { walletId: string; createCreditInvoice: CreateCreditInvoice },
+): Promise<number> {
+  const { Wallet } = deps.models;
+  const wallet = await Wallet.findById(input.walletId).lean();
+  if (!wallet) return 0;
+  let made = 0;
+  for (const crossing of wallet.threshold_crossings ?? []) {
+    const rule = (wallet.recurring_transaction_rules ?? []).find((r) => r.id === crossing.rule_id && r.trigger === 'threshold');
+    if (rule) {
+      const key = `wallet/${wallet._id}/rule/${rule.id}/threshold/${crossing.transaction_id}`;
+      const result = await ruleTopUp(deps, wallet, rule, { source: 'threshold', at: crossing.at, key }, input.createCreditInvoice);
+      if (result.outcome === 'applied') made++;
+    }
+    await Wallet.updateOne(
+      { _id: wallet._id },
+      { $pull: { threshold_crossings: { rule_id: crossing.rule_id, transaction_id: crossing.transaction_id } } },
+    );
+  }
+  return made;
 }

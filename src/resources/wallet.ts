@@ -2,7 +2,20 @@
 // terminate update carry it).
 import { z } from 'zod';
 import type { WalletDoc } from '../db/models/wallet';
-import { d4, decimal4, iso, nullableTimestamp, plain, timestamp } from './format';
+import { d4, d4OrNull, decimal4, iso, nullableTimestamp, plain, timestamp } from './format';
+
+export const walletRuleResource = z
+  .object({
+    id: z.string(),
+    trigger: z.enum(['interval', 'threshold']),
+    interval: z.enum(['weekly', 'monthly', 'quarterly', 'yearly']).nullable(),
+    threshold_credits: decimal4.nullable(),
+    paid_credits: decimal4,
+    granted_credits: decimal4,
+    started_at: nullableTimestamp.describe("interval rules: the anchor of the anniversaries (null: the wallet's creation)"),
+    created_at: timestamp,
+  })
+  .meta({ id: 'RecurringTransactionRule' });
 
 export const walletResource = z
   .object({
@@ -19,6 +32,7 @@ export const walletResource = z
     priority: z.number().int(),
     expiration_at: nullableTimestamp,
     terminated_at: nullableTimestamp,
+    recurring_transaction_rules: z.array(walletRuleResource),
     created_at: timestamp,
     updated_at: timestamp,
   })
@@ -41,6 +55,16 @@ export function toWalletResource(doc: WalletDoc): WalletResource {
     priority: doc.priority,
     expiration_at: iso(doc.expiration_at),
     terminated_at: iso(doc.terminated_at),
+    recurring_transaction_rules: (doc.recurring_transaction_rules ?? []).map((rule) => ({
+      id: rule.id,
+      trigger: rule.trigger,
+      interval: rule.interval ?? null,
+      threshold_credits: d4OrNull(rule.threshold_credits),
+      paid_credits: d4(rule.paid_credits),
+      granted_credits: d4(rule.granted_credits),
+      started_at: iso(rule.started_at),
+      created_at: iso(rule.created_at),
+    })),
     created_at: iso(doc.created_at),
     updated_at: iso(doc.updated_at),
   };

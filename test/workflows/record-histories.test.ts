@@ -23,8 +23,8 @@ import { createSecretBox } from '../../src/payments/secrets';
 import { generateWebhookSecret } from '../../src/webhooks/signature';
 import { payInvoiceUpdate } from '../../workflows/invoice.messages';
 import { walletWorkflow } from '../../workflows/wallet';
-import { expirationChangedSignal } from '../../workflows/wallet.messages';
-import { createWallet } from '../../src/billing/wallets';
+import { expirationChangedSignal, thresholdCrossedSignal } from '../../workflows/wallet.messages';
+import { createWallet, walletWorkflowOf } from '../../src/billing/wallets';
 import { entitySearchAttributes } from '../../src/temporal/search-attributes';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { createTestDb, TEST_SECRETS_KEY } from '../support/stack';
@@ -164,6 +164,80 @@ describe.skipIf(!record)('record workflow histories', () => {
       await env.sleep('10 days');
       await walletHandle.result();
       await save('wallet-expiry-rearmed', walletHandle.workflowId);
+    });
+  }, 120_000);
+
+  it('records a wallet with an interval rule (two monthly runs) and a threshold crossing, then its expiry', async () => {
+    const temporal = wrapClient(env.client, taskQueue);
+    const worker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue,
+      workflowBundle: await bundleWorkflows(),
+      activities: createActivities({ db, temporal }),
+    });
+    await worker.runUntil(async () => {
+      const org = await db.models.Organization.create({
+        name: 'Rec rules',
+        default_currency: 'USD',
+        timezone: 'UTC',
+        net_payment_term: 0,
+        invoice_grace_period: 0,
+        document_number_prefix: 'RRU',
+        events_rate_limit_per_minute: 1000,
+      });
+      const customer = await db.models.Customer.create({ organization_id: org._id, external_id: 'rec-rules', currency: 'USD' });
+      const start = await env.currentTimeMs();
+      const expiry = new Date(start + 70 * 86_400_000);
+      const { wallet } = await createWallet(db, {
+        organizationId: org._id,
+        customerId: customer._id,
+        name: 'Rules',
+        code: null,
+        currency: 'USD',
+        rateAmount: dec(1),
+        priority: 1,
+        expirationAt: expiry,
+        initialGrantedCredits: dec(10),
+        rules: [
+          {
+            trigger: 'interval',
+            interval: 'monthly',
+            thresholdCredits: null,
+            paidCredits: dec(0),
+            grantedCredits: dec(5),
+            startedAt: null,
+          },
+          { trigger: 'threshold', interval: null, thresholdCredits: dec(2), paidCredits: dec(0), grantedCredits: dec(3), startedAt: null },
+        ],
+        at: new Date(start),
+      });
+      const [input, owner] = await walletWorkflowOf(db, wallet);
+      const handle = await env.client.workflow.start(walletWorkflow, {
+        taskQueue,
+        workflowId: workflowIds.wallet(wallet._id),
+        args: [input],
+        typedSearchAttributes: entitySearchAttributes({ ...owner, entityType: 'wallet' }),
+      });
+      await waitForTimers(env, handle.workflowId, 1);
+      await env.sleep('35 days');
+      const thresholdRule = wallet.recurring_transaction_rules[1]!;
+      await db.models.Wallet.updateOne(
+        { _id: wallet._id },
+        {
+          $push: {
+            threshold_crossings: { rule_id: thresholdRule.id, transaction_id: randomUUID(), at: new Date(await env.currentTimeMs()) },
+          },
+        },
+      );
+      await handle.signal(thresholdCrossedSignal);
+      await until(
+        'the threshold top-up',
+        async () => (await db.models.WalletTransaction.countDocuments({ wallet_id: wallet._id, source: 'threshold' })) === 1,
+      );
+      await env.sleep('40 days');
+      await handle.result();
+      expect(await db.models.WalletTransaction.countDocuments({ wallet_id: wallet._id, source: 'interval' })).toBe(2);
+      await save('wallet-interval-and-threshold', handle.workflowId);
     });
   }, 120_000);
 

@@ -82,7 +82,7 @@ async function sleepUntil(iso: string): Promise<void> {
   await env.sleep(delta);
 }
 
-function worker(activities = createWalletActivities({ models: db.models, temporal })) {
+function worker(activities = createWalletActivities(db, { models: db.models, temporal })) {
   return Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: bundle, activities });
 }
 
@@ -100,7 +100,12 @@ describe('walletWorkflow', () => {
       await waitForTimers(env, handle.workflowId, 1);
       await sleepUntil(`${year}-12-31T22:59:00.000Z`);
       expect((await walletDoc(walletId)).status).toBe('active');
-      expect(await handle.query(walletStateQuery)).toEqual({ status: 'active', expirationAt: expiration, terminatedAt: null });
+      expect(await handle.query(walletStateQuery)).toEqual({
+        status: 'active',
+        expirationAt: expiration,
+        terminatedAt: null,
+        nextRuns: [],
+      });
 
       await env.sleep('61 seconds');
       await waitClosed(handle.workflowId);
@@ -199,7 +204,7 @@ describe('walletWorkflow', () => {
     const gate = new Promise<void>((resolve) => {
       release = resolve;
     });
-    const real = createWalletActivities({ models: db.models, temporal });
+    const real = createWalletActivities(db, { models: db.models, temporal });
     let calls = 0;
     const activities = {
       ...real,

@@ -9,24 +9,28 @@ import {
   applyTopUp,
   createWallet,
   emitTransactionCreated,
+  intervalRulesOf,
   recordPendingTransactions,
+  walletRuleDocs,
+  walletWorkflowOf,
   type CreateCreditInvoice,
+  type WalletRuleInput,
 } from '../../billing/wallets';
 import { isDuplicateKeyError } from '../../db';
 import { walletCodeSlot, type WalletDoc } from '../../db/models/wallet';
 import { WALLET_TRANSACTION_SOURCES, type WalletTransactionDoc } from '../../db/models/wallet-transaction';
 import { Dec } from '../../domain/money';
+import { RULE_INTERVALS } from '../../domain/wallet-rules';
 import { deterministicId } from '../../ids';
 import { BadRequest, Conflict, NotFound, Validation } from '../../errors';
 import { workflowIds } from '../../temporal/workflow-ids';
 import { emitEvent } from '../../webhooks/emit-event';
 import {
   signalWalletExpirationChanged,
+  signalWalletRulesChanged,
   startWalletWorkflow,
   terminateWalletUpdate,
   WALLET_TERMINATED,
-  type WalletOwner,
-  type WalletWorkflowInput,
 } from '../../../workflows/wallet.messages';
 import { listPage } from '../catalog';
 import { decimalInput } from '../decimal';
@@ -34,7 +38,7 @@ import { currencyCode, idParams, isoDateTimeInput, listQuery, responses } from '
 import { toWalletResource, walletResource, type WalletResource } from '../../resources/wallet';
 import { toWalletTransactionResource, walletTransactionResource } from '../../resources/wallet-transaction';
 import { customerLookup } from '../../db/models/customer';
-import { clockOfCustomerId, customerNow, customerNowById } from '../../test-clocks/time';
+import { customerNow, customerNowById } from '../../test-clocks/time';
 
 const positiveDecimal = decimalInput({ min: 0 }).refine((v) => v.gt(0), 'must be greater than 0');
 const priority = z.number().int().min(1).max(50).describe('1 to 50; lower is consumed first');
@@ -45,6 +49,50 @@ const paidCredits = decimalInput({ min: 0 }).describe(
     'the credits reach the balance when that invoice is paid',
 );
 const grantedCredits = decimalInput({ min: 0 }).describe('free credits, granted at once (a granted inbound transaction)');
+
+const ruleCredits = decimalInput({ min: 0 });
+const recurringRule = z
+  .strictObject({
+    trigger: z.enum(['interval', 'threshold']),
+    interval: z.enum(RULE_INTERVALS).optional().describe('interval rules (required): how often it tops up'),
+    threshold_credits: decimalInput({ min: 0 })
+      .optional()
+      .describe('threshold rules (required): a consumption that leaves the credits balance at or below it tops up, once per crossing'),
+    paid_credits: ruleCredits.optional().describe('credits bought at each top-up (a credit invoice); default "0"'),
+    granted_credits: ruleCredits.optional().describe('credits granted at each top-up; default "0"'),
+    started_at: isoDateTimeInput
+      .optional()
+      .describe(
+        "interval rules: the anchor of the anniversaries (default: the wallet's creation); it tops up one interval after it, then every interval",
+      ),
+  })
+  .superRefine((rule, ctx) => {
+    if (rule.trigger === 'interval') {
+      if (rule.interval === undefined) ctx.addIssue({ code: 'custom', path: ['interval'], message: 'is required for an interval rule' });
+      if (rule.threshold_credits !== undefined)
+        ctx.addIssue({ code: 'custom', path: ['threshold_credits'], message: 'applies to threshold rules only' });
+    } else {
+      if (rule.threshold_credits === undefined)
+        ctx.addIssue({ code: 'custom', path: ['threshold_credits'], message: 'is required for a threshold rule' });
+      if (rule.interval !== undefined) ctx.addIssue({ code: 'custom', path: ['interval'], message: 'applies to interval rules only' });
+      if (rule.started_at !== undefined) ctx.addIssue({ code: 'custom', path: ['started_at'], message: 'applies to interval rules only' });
+    }
+    if (!rule.paid_credits?.greaterThan(0) && !rule.granted_credits?.greaterThan(0)) {
+      ctx.addIssue({ code: 'custom', path: ['paid_credits'], message: 'give paid_credits or granted_credits greater than 0' });
+    }
+  });
+const recurringRules = z.array(recurringRule).max(5).describe('at most 5; on PUT the list replaces the rules (an empty list removes them)');
+
+function ruleInputs(rules: z.output<typeof recurringRules>): WalletRuleInput[] {
+  return rules.map((rule) => ({
+    trigger: rule.trigger,
+    interval: rule.interval ?? null,
+    thresholdCredits: rule.threshold_credits ?? null,
+    paidCredits: rule.paid_credits ?? new Dec(0),
+    grantedCredits: rule.granted_credits ?? new Dec(0),
+    startedAt: rule.started_at ?? null,
+  }));
+}
 
 const createWalletBody = z
   .strictObject({
@@ -60,6 +108,7 @@ const createWalletBody = z
     granted_credits: grantedCredits.optional(),
     paid_credits: paidCredits.optional(),
     expiration_at: isoDateTimeInput.nullable().optional().describe('in the future; the wallet is terminated then'),
+    recurring_transaction_rules: recurringRules.optional(),
   })
   .refine((b) => b.initial_granted_credits === undefined || b.granted_credits === undefined, {
     path: ['granted_credits'],
@@ -70,6 +119,7 @@ const updateWalletBody = z.strictObject({
   name: walletName.optional(),
   expiration_at: isoDateTimeInput.nullable().optional().describe('in the future, or null: no expiry'),
   priority: priority.optional(),
+  recurring_transaction_rules: recurringRules.optional(),
 });
 
 const topUpBody = z
@@ -128,14 +178,8 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
     if (expiration && expiration.getTime() <= now.getTime()) throw Validation.field('expiration_at', 'must be in the future');
   }
 
-  /** What the wallet's workflow starts with; a customer on a test clock gets its expiry driven by the clock. */
-  async function workflowOf(wallet: WalletDoc): Promise<[WalletWorkflowInput, WalletOwner]> {
-    const clock = await clockOfCustomerId(db, wallet.customer_id);
-    return [
-      { walletId: wallet._id, expirationAt: wallet.expiration_at ? wallet.expiration_at.toISOString() : null, clock },
-      { organizationId: wallet.organization_id, customerId: wallet.customer_id, status: wallet.status },
-    ];
-  }
+  /** What the wallet's workflow starts with; a customer on a test clock gets its timers driven by the clock. */
+  const workflowOf = (wallet: WalletDoc) => walletWorkflowOf(db, wallet);
 
   /** An event after the change is made: a failure is logged, not answered (the change stands). */
   function announce(log: FastifyBaseLogger, what: string, emit: () => Promise<unknown>): Promise<void> {
@@ -189,6 +233,7 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
           initialGrantedCredits: body.initial_granted_credits ?? body.granted_credits ?? null,
           paidCredits: body.paid_credits ?? null,
           createCreditInvoice: creditInvoice,
+          rules: ruleInputs(body.recurring_transaction_rules ?? []),
           at: now,
         });
       } catch (err) {
@@ -250,7 +295,8 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
     {
       schema: {
         tags,
-        summary: 'Update a wallet (name, expiration_at, priority); a terminated wallet is 400 wallet_terminated',
+        summary:
+          'Update a wallet (name, expiration_at, priority, recurring_transaction_rules); a terminated wallet is 400 wallet_terminated',
         params: idParams,
         body: updateWalletBody,
         response: responses({ 200: walletResource }),
@@ -259,11 +305,15 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
     async (request) => {
       const current = await findActiveWallet(request.organizationId, request.params.id);
       const body = request.body;
-      checkFuture(body.expiration_at, await customerNowById(db, current.customer_id, app.deps.now()));
-      const changes: Partial<Pick<WalletDoc, 'name' | 'expiration_at' | 'priority'>> = {};
+      const now = await customerNowById(db, current.customer_id, app.deps.now());
+      checkFuture(body.expiration_at, now);
+      const changes: Partial<Pick<WalletDoc, 'name' | 'expiration_at' | 'priority' | 'recurring_transaction_rules'>> = {};
       if (body.name !== undefined) changes.name = body.name;
       if (body.priority !== undefined) changes.priority = body.priority;
       if (body.expiration_at !== undefined) changes.expiration_at = body.expiration_at;
+      if (body.recurring_transaction_rules !== undefined) {
+        changes.recurring_transaction_rules = walletRuleDocs(ruleInputs(body.recurring_transaction_rules), now);
+      }
       const updated = await Wallet.findOneAndUpdate(
         { _id: current._id, organization_id: request.organizationId, status: 'active' },
         { $set: changes },
@@ -271,16 +321,21 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
       ).lean();
       if (!updated) throw terminatedError();
 
-      const before = current.expiration_at?.getTime() ?? null;
-      const after = updated.expiration_at?.getTime() ?? null;
-      if (body.expiration_at !== undefined && before !== after) {
-        // Re-arms the workflow's timer. With start: a wallet whose workflow never started gets one;
-        // REJECT_DUPLICATE: a workflow that already ended (the wallet was just terminated) stays ended.
+      // Re-arms the workflow's timers. With start: a wallet whose workflow never started gets one;
+      // REJECT_DUPLICATE: a workflow that already ended (the wallet was just terminated) stays ended.
+      const tell = async (signal: typeof signalWalletExpirationChanged) => {
         try {
-          await signalWalletExpirationChanged(temporal, ...(await workflowOf(updated)));
+          await signal(temporal, ...(await workflowOf(updated)));
         } catch (err) {
           if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
         }
+      };
+      const before = current.expiration_at?.getTime() ?? null;
+      const after = updated.expiration_at?.getTime() ?? null;
+      if (body.expiration_at !== undefined && before !== after) await tell(signalWalletExpirationChanged);
+      const rulesBefore = JSON.stringify(intervalRulesOf(current));
+      if (body.recurring_transaction_rules !== undefined && JSON.stringify(intervalRulesOf(updated)) !== rulesBefore) {
+        await tell(signalWalletRulesChanged);
       }
       return toWalletResource(updated);
     },

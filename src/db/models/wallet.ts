@@ -1,4 +1,5 @@
 import { Schema, type Types } from 'mongoose';
+import type { RuleInterval } from '../../domain/wallet-rules';
 import { collectionOptions, Decimal128, uuidId, type BaseDoc } from '../base';
 
 export type WalletStatusValue = 'active' | 'terminated';
@@ -43,6 +44,38 @@ export interface WalletDoc extends BaseDoc {
    * between loses nothing: the next write on the wallet (or a retry) records it from here.
    */
   pending_transactions: PendingWalletTransaction[];
+  /** At most 5 (api-contract.md, Wallets): interval rules are timers of the wallet's workflow, threshold rules fire on consumption. */
+  recurring_transaction_rules: WalletRuleDoc[];
+  /**
+   * Threshold top-ups owed and not made yet: pushed by the same atomic update as the consumption
+   * that crossed the rule's threshold (so a crossing is never lost nor counted twice), pulled once
+   * the rule's top-up exists (applyThresholdTopUps, run by the wallet's workflow).
+   */
+  threshold_crossings: ThresholdCrossing[];
+}
+
+export type WalletRuleTrigger = 'interval' | 'threshold';
+
+export interface WalletRuleDoc {
+  id: string;
+  trigger: WalletRuleTrigger;
+  /** Interval rules: weekly, monthly, quarterly or yearly. */
+  interval: RuleInterval | null;
+  /** Threshold rules: the credits balance at or below which it tops up. */
+  threshold_credits: Types.Decimal128 | null;
+  paid_credits: Types.Decimal128;
+  granted_credits: Types.Decimal128;
+  /** Interval rules: the anchor of the anniversaries (null: the wallet's creation). */
+  started_at: Date | null;
+  created_at: Date;
+}
+
+export interface ThresholdCrossing {
+  rule_id: string;
+  /** The consumption (outbound invoiced transaction) that crossed the threshold. */
+  transaction_id: string;
+  /** The consumption's instant: the top-up is made for it. */
+  at: Date;
 }
 
 export interface PendingWalletTransaction {
@@ -92,6 +125,37 @@ export const walletSchema = new Schema<WalletDoc>(
             invoice_id: { type: String, default: null },
             created_at: { type: Date, required: true },
             settled_at: { type: Date },
+          },
+          { _id: false },
+        ),
+      ],
+      default: [],
+    },
+    recurring_transaction_rules: {
+      type: [
+        new Schema<WalletRuleDoc>(
+          {
+            id: { type: String, required: true },
+            trigger: { type: String, enum: ['interval', 'threshold'], required: true },
+            interval: { type: String, default: null },
+            threshold_credits: { type: Decimal128, default: null },
+            paid_credits: { type: Decimal128, required: true },
+            granted_credits: { type: Decimal128, required: true },
+            started_at: { type: Date, default: null },
+            created_at: { type: Date, required: true },
+          },
+          { _id: false },
+        ),
+      ],
+      default: [],
+    },
+    threshold_crossings: {
+      type: [
+        new Schema<ThresholdCrossing>(
+          {
+            rule_id: { type: String, required: true },
+            transaction_id: { type: String, required: true },
+            at: { type: Date, required: true },
           },
           { _id: false },
         ),
