@@ -1,6 +1,13 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { createCreditInvoice } from '../src/billing/invoices';
-import { applyIntervalTopUp, applyThresholdTopUps, terminateWallet, type CreateCreditInvoice } from '../src/billing/wallets';
+import {
+  applyIntervalTopUp,
+  applyThresholdTopUps,
+  terminateWallet,
+  walletWorkflowOf,
+  type CreateCreditInvoice,
+} from '../src/billing/wallets';
+import type { WalletIntervalRule } from '../workflows/wallet.messages';
 import type { Db } from '../src/db';
 import { toWalletResource, type WalletResource } from '../src/resources/wallet';
 import type { EmitDeps } from '../src/webhooks/emit-event';
@@ -37,9 +44,21 @@ export function createWalletActivities(db: Db, deps: EmitDeps) {
      * once, its paid credits as a purchase with its credit invoice. Once per (rule, anniversary),
      * whatever the retries; nothing when the rule is gone or the wallet terminated.
      */
-    async walletIntervalTopUpActivity(input: { walletId: string; ruleId: string; at: string }): Promise<{ applied: boolean }> {
+    async walletIntervalTopUpActivity(input: {
+      walletId: string;
+      ruleId: string;
+      at: string;
+    }): Promise<{ applied: boolean; ruleGone: boolean }> {
       const result = await applyIntervalTopUp(deps, { ...input, at: new Date(input.at), createCreditInvoice: creditInvoice });
-      return { applied: result.outcome === 'applied' };
+      return { applied: result.outcome === 'applied', ruleGone: result.outcome === 'rule_gone' };
+    },
+
+    /** The wallet's interval rules as stored, and the customer's time zone now. */
+    async walletRulesActivity(input: { walletId: string }): Promise<{ timezone: string; intervalRules: WalletIntervalRule[] }> {
+      const wallet = await db.models.Wallet.findById(input.walletId).lean();
+      if (!wallet) throw ApplicationFailure.nonRetryable(`wallet ${input.walletId} not found`, 'NotFound');
+      const [workflowInput] = await walletWorkflowOf(db, wallet);
+      return { timezone: workflowInput.timezone ?? 'UTC', intervalRules: workflowInput.intervalRules ?? [] };
     },
 
     /** The threshold top-ups consumptions parked on the wallet, each once (source threshold). */

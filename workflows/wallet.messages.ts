@@ -54,8 +54,8 @@ export interface WalletWorkflowState {
 
 export const terminateWalletUpdate = defineUpdate<WalletResource>('terminate');
 export const expirationChangedSignal = defineSignal<[expirationAt: string | null]>('expirationChanged');
-/** The wallet's interval rules as they are now (PUT /v1/wallets/{id} with recurring_transaction_rules). */
-export const rulesChangedSignal = defineSignal<[rules: WalletIntervalRule[]]>('rulesChanged');
+/** The wallet's rules changed (PUT /v1/wallets/{id} with recurring_transaction_rules): the workflow reads them. */
+export const rulesChangedSignal = defineSignal('rulesChanged');
 /** A consumption crossed a threshold rule: the workflow makes the top-ups parked on the wallet. */
 export const thresholdCrossedSignal = defineSignal('thresholdCrossed');
 export const walletStateQuery = defineQuery<WalletWorkflowState>('state');
@@ -103,11 +103,11 @@ export function signalWalletExpirationChanged(temporal: TemporalClient, input: W
 
 /** Tells the wallet's workflow its interval rules changed; like signalWalletExpirationChanged otherwise. */
 export function signalWalletRulesChanged(temporal: TemporalClient, input: WalletWorkflowInput, owner: WalletOwner) {
-  return temporal.client.workflow.signalWithStart<WalletWorkflow, [WalletIntervalRule[]]>(walletWorkflowType, {
+  return temporal.client.workflow.signalWithStart<WalletWorkflow, []>(walletWorkflowType, {
     ...startOptions(temporal, input, owner),
     workflowIdReusePolicy: 'REJECT_DUPLICATE',
     signal: rulesChangedSignal,
-    signalArgs: [input.intervalRules ?? []],
+    signalArgs: [],
   });
 }
 

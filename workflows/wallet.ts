@@ -10,7 +10,10 @@
  * Updates: terminate (DELETE /v1/wallets/{id}) answers the terminated wallet; its validator
  *   refuses a wallet that is terminated or being terminated, before anything is written.
  * Signals: expirationChanged(expirationAt | null) re-arms the timer (PUT /v1/wallets/{id});
- *   rulesChanged(intervalRules) replaces the rules' timers (PUT with recurring_transaction_rules);
+ *   rulesChanged: the rules were changed (PUT with recurring_transaction_rules): the workflow reads
+ *   them, and the customer's time zone, from the wallet (walletRulesActivity), so signals that
+ *   arrive out of order or not at all (a run that finds its rule gone reads them too) never leave
+ *   it with stale rules;
  *   thresholdCrossed: a consumption parked threshold top-ups on the wallet, which
  *   walletThresholdTopUpsActivity makes (each once, whatever the repeated signals).
  * Query: state. (All defined in wallet.messages.ts, with the start options.)
@@ -42,10 +45,11 @@ import {
 import { nextIntervalRun } from '../src/domain/wallet-rules';
 import { currentClock, markFinished, now, useClock, waitFor, waitUntil } from './wait';
 
-const { terminateWalletActivity, walletIntervalTopUpActivity, walletThresholdTopUpsActivity } = proxyActivities<Activities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+const { terminateWalletActivity, walletIntervalTopUpActivity, walletRulesActivity, walletThresholdTopUpsActivity } =
+  proxyActivities<Activities>({
+    startToCloseTimeout: '1 minute',
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+  });
 
 export interface WalletWorkflowResult {
   status: 'terminated';
@@ -62,9 +66,21 @@ export async function walletWorkflow(input: WalletWorkflowInput): Promise<Wallet
   let manual = false;
   let ended: WalletWorkflowResult | null = null;
   let terminatedAt: string | null = null;
-  const timezone = input.timezone ?? 'UTC';
+  let timezone = input.timezone ?? 'UTC';
   let rules: WalletIntervalRule[] = input.intervalRules ?? [];
   let thresholdOwed = false;
+  let rulesChanged = false;
+
+  /** The rules as stored now; a rule it knows keeps the instant of its last run. */
+  async function reloadRules(): Promise<void> {
+    rulesChanged = false;
+    const current = await walletRulesActivity({ walletId: input.walletId });
+    timezone = current.timezone;
+    rules = current.intervalRules.map((rule) => {
+      const known = rules.find((r) => r.id === rule.id);
+      return known && Date.parse(known.after) > Date.parse(rule.after) ? { ...rule, after: known.after } : rule;
+    });
+  }
 
   const nextRunOf = (rule: WalletIntervalRule): number =>
     nextIntervalRun(new Date(rule.startedAt), rule.interval, timezone, new Date(rule.after)).getTime();
@@ -96,9 +112,8 @@ export async function walletWorkflow(input: WalletWorkflowInput): Promise<Wallet
     terminatedAt,
     nextRuns: rules.map((rule) => ({ ruleId: rule.id, at: new Date(nextRunOf(rule)).toISOString() })),
   }));
-  setHandler(rulesChangedSignal, (next) => {
-    rules = next;
-    rearm = true;
+  setHandler(rulesChangedSignal, () => {
+    rulesChanged = true;
   });
   setHandler(thresholdCrossedSignal, () => {
     thresholdOwed = true;
@@ -129,11 +144,13 @@ export async function walletWorkflow(input: WalletWorkflowInput): Promise<Wallet
   );
 
   while (!ended) {
-    const interrupted = () => rearm || manual || thresholdOwed || ended !== null;
+    const interrupted = () => rearm || manual || thresholdOwed || rulesChanged || ended !== null;
     const timer = nextTimer();
     if (manual) {
       // A terminate update is running its activity: it ends the wallet (or fails and gives back).
       await waitFor(() => !manual || ended !== null);
+    } else if (rulesChanged) {
+      await reloadRules();
     } else if (thresholdOwed) {
       thresholdOwed = false;
       await walletThresholdTopUpsActivity({ walletId: input.walletId });
@@ -147,8 +164,10 @@ export async function walletWorkflow(input: WalletWorkflowInput): Promise<Wallet
           const ruleId = timer.rule.id;
           const dueIso = new Date(due).toISOString();
           // For the anniversary itself, so a late timer tops up for the instant it was due.
-          await walletIntervalTopUpActivity({ walletId: input.walletId, ruleId, at: dueIso });
+          const run = await walletIntervalTopUpActivity({ walletId: input.walletId, ruleId, at: dueIso });
           rules = rules.map((rule) => (rule.id === ruleId ? { ...rule, after: dueIso } : rule));
+          // Replaced or removed meanwhile (its signal not here yet, or lost): read them again.
+          if (run.ruleGone) await reloadRules();
         } else {
           const firedAt = now();
           // Acts for the expiration instant itself, so a late timer (a worker that was down) still
@@ -159,13 +178,13 @@ export async function walletWorkflow(input: WalletWorkflowInput): Promise<Wallet
       }
     }
     rearm = false;
-    if (!ended && !manual && !thresholdOwed && workflowInfo().continueAsNewSuggested) {
+    if (!ended && !manual && !thresholdOwed && !rulesChanged && workflowInfo().continueAsNewSuggested) {
       await condition(allHandlersFinished);
       await continueAsNew<typeof walletWorkflow>({
         walletId: input.walletId,
         expirationAt: expirationAt === null ? null : new Date(expirationAt).toISOString(),
         clock: currentClock(),
-        ...(input.timezone === undefined ? {} : { timezone: input.timezone }),
+        ...(input.timezone === undefined && timezone === 'UTC' ? {} : { timezone }),
         ...(rules.length === 0 && input.intervalRules === undefined ? {} : { intervalRules: rules }),
       });
     }

@@ -886,18 +886,39 @@ export interface WalletRuleInput {
   startedAt: Date | null;
 }
 
-/** The stored rules, each with a new id, made at `at`. */
-export function walletRuleDocs(rules: readonly WalletRuleInput[], at: Date): WalletRuleDoc[] {
-  return rules.map((rule) => ({
-    id: newId(),
-    trigger: rule.trigger,
-    interval: rule.trigger === 'interval' ? rule.interval : null,
-    threshold_credits: rule.trigger === 'threshold' && rule.thresholdCredits ? toDecimal128(rule.thresholdCredits) : null,
-    paid_credits: toDecimal128(rule.paidCredits),
-    granted_credits: toDecimal128(rule.grantedCredits),
-    started_at: rule.trigger === 'interval' ? rule.startedAt : null,
-    created_at: at,
-  }));
+/**
+ * The stored rules made at `at`. A rule equal to one of `existing` (a PUT sending the rules back as
+ * they are) is that rule, with its id and creation: its schedule, and a threshold top-up owed by it,
+ * go on. Any other rule is new.
+ */
+export function walletRuleDocs(rules: readonly WalletRuleInput[], at: Date, existing: readonly WalletRuleDoc[] = []): WalletRuleDoc[] {
+  const unused = [...existing];
+  return rules.map((rule) => {
+    const doc: WalletRuleDoc = {
+      id: newId(),
+      trigger: rule.trigger,
+      interval: rule.trigger === 'interval' ? rule.interval : null,
+      threshold_credits: rule.trigger === 'threshold' && rule.thresholdCredits ? toDecimal128(rule.thresholdCredits) : null,
+      paid_credits: toDecimal128(rule.paidCredits),
+      granted_credits: toDecimal128(rule.grantedCredits),
+      started_at: rule.trigger === 'interval' ? rule.startedAt : null,
+      created_at: at,
+    };
+    const same = unused.findIndex((old) => sameRule(old, doc));
+    return same < 0 ? doc : unused.splice(same, 1)[0]!;
+  });
+}
+
+function sameRule(a: WalletRuleDoc, b: WalletRuleDoc): boolean {
+  const d = (v: WalletRuleDoc['paid_credits'] | null) => fromDecimal128(v)?.toString() ?? null;
+  return (
+    a.trigger === b.trigger &&
+    (a.interval ?? null) === (b.interval ?? null) &&
+    d(a.threshold_credits) === d(b.threshold_credits) &&
+    d(a.paid_credits) === d(b.paid_credits) &&
+    d(a.granted_credits) === d(b.granted_credits) &&
+    (a.started_at?.getTime() ?? null) === (b.started_at?.getTime() ?? null)
+  );
 }
 
 function thresholdRulesOf(wallet: Pick<WalletDoc, 'recurring_transaction_rules'>): ThresholdRule[] {

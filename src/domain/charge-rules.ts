@@ -179,9 +179,14 @@ export function proratedErrors(charge: ChargeRuleInput, metric: ChargeRuleMetric
 
 /**
  * A charge billed event by event when its events arrive (src/billing/subscription/in-advance.ts):
- * paid in advance on a metric that does not carry over; a recurring metric's in-advance charge is
- * billed per period instead.
+ * paid in advance on an aggregation that grows event by event. On a recurring metric the units
+ * carried into each new period are billed again at its start (carriedInAdvance).
  */
 export function billedPerEvent(charge: { pay_in_advance: boolean }, metric: AggregationMetric): boolean {
-  return charge.pay_in_advance && !carriesOver(metric);
+  return charge.pay_in_advance && IN_ADVANCE_AGGREGATIONS.has(metric.aggregation_type);
+}
+
+/** An in-advance charge of a recurring metric: its carried units are billed at each period start. */
+export function carriedInAdvance(charge: { pay_in_advance: boolean }, metric: AggregationMetric): boolean {
+  return billedPerEvent(charge, metric) && carriesOver(metric);
 }

@@ -169,3 +169,23 @@ export function priceEventInAdvance(input: InAdvanceEvent): Dec {
     (input.before.eventsCount === 0 ? ZERO : computeChargeModel(input.charge_model, input.properties, input.before).amount);
   return nonNegative(roundFee(after.minus(before)));
 }
+
+/**
+ * A prorated in-advance event of a recurring metric (lago-reference.md 2.10; standard only): the
+ * units it adds beyond the most ever billed in the period (`billedUnits`: the carried units and the
+ * units earlier events added) are priced for the part of the period left, `ratio` = the days from
+ * the event's local day to the period end (inclusive) over the period's days. Units going down and
+ * up again are not billed twice. Units are exact; the amount is rounded as a fee.
+ */
+export function priceProratedEventInAdvance(input: {
+  charge_model: ChargeModel;
+  properties: unknown;
+  after: AggregationResult;
+  billedUnits: Dec;
+  ratio: Dec;
+}): { units: Dec; amount: Dec } {
+  const units = Dec.max(input.after.units.minus(input.billedUnits), ZERO);
+  if (units.isZero()) return { units, amount: ZERO };
+  const full = computeChargeModel(input.charge_model, input.properties, { ...input.after, units }).amount;
+  return { units, amount: nonNegative(roundFee(full.times(input.ratio))) };
+}

@@ -57,7 +57,7 @@ interface Setup {
   charge: (name: string) => PlanResource['charges'][number];
 }
 
-type MetricSpec = { aggregation_type: string; field_name?: string };
+type MetricSpec = { aggregation_type: string; field_name?: string; recurring?: boolean };
 type ChargeSpec = Record<string, unknown> & { metric: string };
 
 /** An organization, its metrics and a monthly plan, a clock customer subscribed on March 1, the clock at March 20. */
@@ -514,4 +514,55 @@ describe('a step retried after a crash', () => {
     expect([reissued.status, reissued.total, reissued.fees!.map((f) => f.id)]).toEqual(['finalized', '300.0000', [fee.id]]);
     expect(await feesOf(s, s.charge('storage').id)).toHaveLength(1);
   });
+});
+
+describe('in advance on a recurring metric (seats)', () => {
+  it('bills each added seat when it arrives (prorated: for the days left), never a seat twice, and the carried seats at the next period start', async () => {
+    // Two recurring sum metrics, 1000 cents a seat a month: one charge plain, one prorated.
+    const s = await setup(
+      {
+        seats: { aggregation_type: 'sum', field_name: 'seats', recurring: true },
+        pseats: { aggregation_type: 'sum', field_name: 'seats', recurring: true },
+      },
+      [
+        { metric: 'seats', charge_model: 'standard', properties: { amount: '1000' }, pay_in_advance: true },
+        { metric: 'pseats', charge_model: 'standard', properties: { amount: '1000' }, pay_in_advance: true, prorated: true },
+      ],
+    );
+    const both = async (day: number, seats: number) => [
+      (await bill(s, 'seats', march(day), { seats })).amount_cents,
+      (await bill(s, 'pseats', march(day), { seats })).amount_cents,
+    ];
+    // March has 31 days. +2 on March 1: 2000 each (31/31).
+    expect(await both(1, 2)).toEqual(['2000.0000', '2000.0000']);
+    // +1 on March 11: 1000; prorated, March 11-31 = 21 days: 1000 x 21/31 = 677.419354... -> 677.4194.
+    expect(await both(11, 1)).toEqual(['1000.0000', '677.4194']);
+    // -1 on March 15, then +1 on March 18: back to 3 seats, already billed: 0 and 0.
+    expect(await both(15, -1)).toEqual(['0.0000', '0.0000']);
+    expect(await both(18, 1)).toEqual(['0.0000', '0.0000']);
+
+    // April 1: the 3 carried seats are billed in full for April (3000 each), on the invoice issued
+    // at the boundary, and March is not billed again.
+    await advance(s, '2030-04-10T00:00:00.000Z');
+    const boundary = (await invoicesOf(s)).find((i) => i.fees!.some((f) => f.pay_in_advance && f.events_count === 0))!;
+    expect(boundary).toBeDefined();
+    const usage = boundary.fees!.filter((f) => f.fee_type === 'charge');
+    expect(
+      usage.map((f) => [f.charge_id, f.amount_cents, f.units, f.pay_in_advance, f.period_started_at, f.period_ended_at]).sort(),
+    ).toEqual(
+      [
+        [s.charge('seats').id, '3000.0000', '3.0000', true, '2030-04-01T00:00:00.000Z', '2030-05-01T00:00:00.000Z'],
+        [s.charge('pseats').id, '3000.0000', '3.0000', true, '2030-04-01T00:00:00.000Z', '2030-05-01T00:00:00.000Z'],
+      ].sort(),
+    );
+    // In April (30 days) one more seat on April 5: 1000; prorated, April 5-30 = 26 days: 866.6667.
+    const april5 = '2030-04-05T10:00:00.000Z';
+    expect([
+      (await bill(s, 'seats', april5, { seats: 1 })).amount_cents,
+      (await bill(s, 'pseats', april5, { seats: 1 })).amount_cents,
+    ]).toEqual(['1000.0000', '866.6667']);
+    // Every fee of each charge, in all: the exact sums.
+    expect(total(await feesOf(s, s.charge('seats').id))).toBe(2000 + 1000 + 3000 + 1000);
+    expect(total(await feesOf(s, s.charge('pseats').id))).toBeCloseTo(2000 + 677.4194 + 3000 + 866.6667, 4);
+  }, 120_000);
 });

@@ -127,8 +127,18 @@ describe('recurring_transaction_rules on the wallet', () => {
       return runs?.length === 1 && runs[0]!.ruleId === weekly.id ? runs : undefined;
     });
     expect((await handle.query(walletStateQuery)).nextRuns).toEqual([{ ruleId: weekly.id, at: new Date(expected).toISOString() }]);
-    // A PUT without the field keeps them.
+    // The same rules sent back keep their ids (their schedules go on); a PUT without the field keeps them.
     expect((await ok<WalletResource>(put(`/v1/wallets/${created.id}`, { name: 'Renamed' }))).recurring_transaction_rules).toEqual([weekly]);
+    const again = await ok<WalletResource>(
+      put(`/v1/wallets/${created.id}`, {
+        recurring_transaction_rules: [
+          { trigger: 'threshold', threshold_credits: '3', granted_credits: '1' },
+          { trigger: 'interval', interval: 'weekly', paid_credits: '1.0' },
+        ],
+      }),
+    );
+    expect(again.recurring_transaction_rules[1]).toEqual(weekly);
+    expect(again.recurring_transaction_rules[0]!.id).not.toBe(weekly.id);
 
     const removed = await ok<WalletResource>(put(`/v1/wallets/${created.id}`, { recurring_transaction_rules: [] }));
     expect(removed.recurring_transaction_rules).toEqual([]);

@@ -23,8 +23,8 @@ import { createSecretBox } from '../../src/payments/secrets';
 import { generateWebhookSecret } from '../../src/webhooks/signature';
 import { payInvoiceUpdate } from '../../workflows/invoice.messages';
 import { walletWorkflow } from '../../workflows/wallet';
-import { expirationChangedSignal, thresholdCrossedSignal } from '../../workflows/wallet.messages';
-import { createWallet, walletWorkflowOf } from '../../src/billing/wallets';
+import { expirationChangedSignal, rulesChangedSignal, thresholdCrossedSignal, walletStateQuery } from '../../workflows/wallet.messages';
+import { createWallet, walletRuleDocs, walletWorkflowOf } from '../../src/billing/wallets';
 import { entitySearchAttributes } from '../../src/temporal/search-attributes';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { createTestDb, TEST_SECRETS_KEY } from '../support/stack';
@@ -167,7 +167,7 @@ describe.skipIf(!record)('record workflow histories', () => {
     });
   }, 120_000);
 
-  it('records a wallet with an interval rule (two monthly runs) and a threshold crossing, then its expiry', async () => {
+  it('records a wallet with an interval rule, a threshold crossing, a rule added (rulesChanged), then its expiry', async () => {
     const temporal = wrapClient(env.client, taskQueue);
     const worker = await Worker.create({
       connection: env.nativeConnection,
@@ -234,9 +234,19 @@ describe.skipIf(!record)('record workflow histories', () => {
         'the threshold top-up',
         async () => (await db.models.WalletTransaction.countDocuments({ wallet_id: wallet._id, source: 'threshold' })) === 1,
       );
+      // The rules changed: the monthly one kept, a weekly one added (from now on).
+      const now = new Date(await env.currentTimeMs());
+      const [weekly] = walletRuleDocs(
+        [{ trigger: 'interval', interval: 'weekly', thresholdCredits: null, paidCredits: dec(0), grantedCredits: dec(1), startedAt: now }],
+        now,
+      );
+      await db.models.Wallet.updateOne({ _id: wallet._id }, { $push: { recurring_transaction_rules: weekly } });
+      await handle.signal(rulesChangedSignal);
+      await until('the weekly rule scheduled', async () => (await handle.query(walletStateQuery)).nextRuns?.length === 2);
       await env.sleep('40 days');
       await handle.result();
-      expect(await db.models.WalletTransaction.countDocuments({ wallet_id: wallet._id, source: 'interval' })).toBe(2);
+      // Monthly on days 30 and 60 (the wallet expires on day 70); weekly from day 35 + 7: 42, 49, 56, 63.
+      expect(await db.models.WalletTransaction.countDocuments({ wallet_id: wallet._id, source: 'interval' })).toBe(6);
       await save('wallet-interval-and-threshold', handle.workflowId);
     });
   }, 120_000);

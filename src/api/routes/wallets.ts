@@ -312,7 +312,11 @@ export const walletRoutes: FastifyPluginAsyncZod = async (app) => {
       if (body.priority !== undefined) changes.priority = body.priority;
       if (body.expiration_at !== undefined) changes.expiration_at = body.expiration_at;
       if (body.recurring_transaction_rules !== undefined) {
-        changes.recurring_transaction_rules = walletRuleDocs(ruleInputs(body.recurring_transaction_rules), now);
+        changes.recurring_transaction_rules = walletRuleDocs(
+          ruleInputs(body.recurring_transaction_rules),
+          now,
+          current.recurring_transaction_rules,
+        );
       }
       const updated = await Wallet.findOneAndUpdate(
         { _id: current._id, organization_id: request.organizationId, status: 'active' },

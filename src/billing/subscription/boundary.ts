@@ -16,7 +16,7 @@ import {
   type StepContext,
   type SubscriptionStepResult,
 } from './shared';
-import { billEventsInAdvance, unbilledInAdvanceEvents } from './in-advance';
+import { billEventsInAdvance, carriedInAdvanceLines, unbilledInAdvanceEvents } from './in-advance';
 
 /**
  * A period boundary: the ended segment is billed (in arrear its base fee, always its usage); a
@@ -81,6 +81,15 @@ export async function closePeriod(ctx: StepContext, state: SubscriptionState, bo
   const trialOver = state.trialEndsAt === null || Date.parse(state.trialEndsAt) < boundary.getTime();
   const advance = state.payInAdvance && trialOver ? await baseFeeLine(next, period, boundary) : null;
   if (segment && advance && !switched) segment.fees.unshift(advance);
+  // The units recurring in-advance charges carry into the new period are billed now, for it (on
+  // the invoice issued at the boundary, else on one of their own).
+  const span = { from: new Date(period.from), to: new Date(period.to) };
+  const carried = await carriedInAdvanceLines(ctx, next, span, boundary);
+  if (segment && !switched) segment.fees.push(...carried);
+  else if (carried.length > 0) {
+    const lines = { plan, fees: carried, proration: undefined, commitment: false, span };
+    invoiceIds.push((await issue(ctx, next, lines, span, boundary, billKey(state, plan, period.from, 'carried')))._id);
+  }
   if (segment) {
     // With the next period's base fee on it, the invoice is labelled with the period that fee
     // pays for; its usage lines keep the segment they measured.

@@ -6,17 +6,26 @@
 // event (its invoice's idempotency key, or the fee's own id), and an event's price is what the
 // bucket's price over the events billed so far in its period, with it, exceeds what they were
 // billed (Lago's running maximum: usage that goes down and up again is not billed twice).
+//
+// A recurring metric's in-advance charge (sum, unique_count with recurring: true): its units carry
+// over, so an event's price is taken over the carried units and the period's events so far, and the
+// units carried into each new period are billed at its start (carriedInAdvanceLines, on the invoice
+// issued at the boundary). Prorated (standard only), an event's new units are priced for the part
+// of the period left; the carried ones are billed in full.
 import { isDuplicateKeyError } from '../../db';
 import { fromDecimal128 } from '../../db/decimal';
 import type { EventDoc } from '../../db/models/event';
-import { aggregate } from '../../domain/aggregation';
+import { aggregate, carriesOver, type MetricAggregation } from '../../domain/aggregation';
 import { billedPerEvent } from '../../domain/charge-rules';
 import { matchingFilterIndex } from '../../domain/charge-filters';
-import { priceEventInAdvance } from '../../domain/charges';
+import { priceEventInAdvance, priceProratedEventInAdvance } from '../../domain/charges';
+import { computeChargeModel } from '../../domain/charge-models';
+import type { PricedFee } from '../../domain/invoice-assembly';
 import { Dec, roundFee, sum, ZERO } from '../../domain/money';
-import { periodContaining } from '../../domain/periods';
+import { countDays, fullPeriodDays, periodContaining, startOfLocalDay } from '../../domain/periods';
 import type { UsageEvent } from '../../domain/usage-types';
 import { deterministicId } from '../../ids';
+import { iso } from '../../resources/format';
 import { scheduleOf, type SubscriptionState } from '../../subscriptions/state';
 import type { ChargeView, MetricView } from '../../usage/catalog-view';
 import { createInvoice, feeRecord } from '../invoices';
@@ -111,6 +120,80 @@ export async function unbilledInAdvanceEvents(ctx: StepContext, state: Subscript
     .map((e) => e._id);
 }
 
+/**
+ * The events of a recurring metric's charge bucket (`bucket`: a filter's index, null for the
+ * default) before `before`, since the subscription started: the units it carries into the period.
+ */
+async function carriedEvents(
+  ctx: StepContext,
+  state: SubscriptionState,
+  charge: ChargeView,
+  bucket: number | null,
+  before: Date,
+): Promise<Pick<EventDoc, 'transaction_id' | 'timestamp' | 'properties'>[]> {
+  const events = await ctx.db.models.Event.find(
+    {
+      organization_id: state.organizationId,
+      subscription_ids: state.subscriptionId,
+      billable_metric_id: charge.billable_metric_id,
+      timestamp: { $gte: new Date(state.startedAt), $lt: before },
+    },
+    { transaction_id: 1, timestamp: 1, properties: 1 },
+  ).lean();
+  return events.filter((e) => matchingFilterIndex(charge.filters, (e.properties ?? {}) as Record<string, unknown>) === bucket);
+}
+
+/** What carried units cost in full (no event: nothing). */
+function carriedPrice(charge: ChargeView, properties: unknown, carried: MetricAggregation): Dec {
+  if (carried.eventsCount === 0) return ZERO;
+  return Dec.max(roundFee(computeChargeModel(charge.charge_model, properties, carried).amount), ZERO);
+}
+
+/**
+ * The fees of the units the subscription's recurring in-advance charges carry into `period`
+ * (api-contract.md, Invoices: billed at the period's start, with the base fee), in full, one per
+ * bucket with units: the lines of the invoice issued at the boundary for the invoiceable charges;
+ * the others' fees are written here without an invoice (idempotent by their ids).
+ */
+export async function carriedInAdvanceLines(
+  ctx: StepContext,
+  state: SubscriptionState,
+  period: { from: Date; to: Date },
+  at: Date,
+): Promise<PricedFee[]> {
+  const { charges, metrics } = await perEventCharges(ctx, state);
+  const lines: PricedFee[] = [];
+  for (const charge of charges) {
+    const metric = metrics.get(charge.billable_metric_id)!;
+    if (!carriesOver(metric)) continue;
+    const unrounded = { ...metric, rounding_function: null, rounding_precision: null };
+    const buckets: (number | null)[] = [null, ...charge.filters.map((_, i) => i)];
+    for (const bucket of buckets) {
+      const filter = bucket === null ? null : charge.filters[bucket]!;
+      const carried = aggregate(unrounded, (await carriedEvents(ctx, state, charge, bucket, period.from)).map(usageEventOf), period);
+      if (!carried.units.greaterThan(0)) continue;
+      const amount = carriedPrice(charge, filter ? filter.properties : charge.properties, carried);
+      const name = filter?.invoice_display_name ?? charge.invoice_display_name;
+      const line: PricedFee = {
+        key: `charge/${charge._id}${filter ? `/filter/${filter._id}` : ''}/carried`,
+        fee_type: 'charge',
+        charge_id: charge._id,
+        ...(filter ? { charge_filter_id: filter._id } : {}),
+        ...(name ? { invoice_display_name: name } : {}),
+        amount_cents: amount,
+        units: carried.units,
+        events_count: 0,
+        unit_amount_cents: roundFee(amount.div(carried.units)),
+        period,
+        pay_in_advance: true,
+      };
+      if (charge.invoiceable !== false) lines.push(line);
+      else await standaloneFee(ctx, state, line, period, `${state.subscriptionId}/in_advance/carried/${iso(period.from)}/${line.key}`, at);
+    }
+  }
+  return lines;
+}
+
 async function billEvent(
   ctx: StepContext,
   state: SubscriptionState,
@@ -126,7 +209,8 @@ async function billEvent(
   const invoiceable = charge.invoiceable !== false;
   const key = `${state.subscriptionId}/in_advance/${charge._id}/${event._id}`;
 
-  // The bucket's fees so far in the period: their events are the usage billed before this one.
+  // The bucket's fees so far in the period: their events are the usage billed before this one
+  // (and, for a recurring metric, the fee of the units carried in, which has no event).
   const fees = await Fee.find(
     {
       subscription_id: state.subscriptionId,
@@ -135,33 +219,56 @@ async function billEvent(
       pay_in_advance: true,
       period_started_at: period.from,
     },
-    { event_id: 1, amount_cents: 1, invoice_id: 1 },
+    { event_id: 1, amount_cents: 1, units: 1, invoice_id: 1 },
   ).lean();
   // Billed already: done when the fee stands alone; one on an invoice goes on below, since a retry
   // after a crash between the fee and its invoice must still issue the invoice (createInvoice finds
   // both by their keys). Its price is computed again without it, so it comes out the same.
   const own = fees.find((f) => f.event_id === event._id);
   if (own && own.invoice_id === null) return null;
-  const earlier = fees.filter((f) => f.event_id !== event._id);
+  const earlier = fees.filter((f) => f.event_id !== null && f.event_id !== event._id);
   const earlierEvents = await Event.find(
-    { _id: { $in: earlier.map((f) => f.event_id).filter((id): id is string => id !== null) } },
+    { _id: { $in: earlier.map((f) => f.event_id!) } },
     { transaction_id: 1, timestamp: 1, properties: 1 },
   ).lean();
   // Rounding does not apply to in-advance pricing (lago-reference.md 1.3).
   const unrounded = { ...metric, rounding_function: null, rounding_precision: null };
   const context = { from: period.from, to: period.to };
-  const before = aggregate(unrounded, earlierEvents.map(usageEventOf), context);
-  const after = aggregate(unrounded, [...earlierEvents, event].map(usageEventOf), context);
-  const alreadyBilled = sum(earlier.map((f) => fromDecimal128(f.amount_cents) ?? ZERO));
-  const amount = priceEventInAdvance({
-    charge_model: charge.charge_model,
-    properties: filter ? filter.properties : charge.properties,
-    before,
-    after,
-    ...(earlier.length > 0 ? { alreadyBilled } : {}),
-  });
-  // No fee is ever negative (billing-rules.md): usage that went down is 0 units at 0.
-  const units = Dec.max(after.units.minus(before.units), ZERO);
+  const recurring = carriesOver(metric);
+  const carried = recurring ? await carriedEvents(ctx, state, charge, bucket, period.from) : [];
+  const before = aggregate(unrounded, [...carried, ...earlierEvents].map(usageEventOf), context);
+  const after = aggregate(unrounded, [...carried, ...earlierEvents, event].map(usageEventOf), context);
+  const properties = filter ? filter.properties : charge.properties;
+  const eventsBilled = sum(earlier.map((f) => fromDecimal128(f.amount_cents) ?? ZERO));
+  let amount: Dec;
+  let units: Dec;
+  if (recurring && charge.prorated) {
+    // The carried units count as billed whether or not the period start has billed them yet.
+    const carriedUnits = aggregate(unrounded, carried.map(usageEventOf), context).units;
+    const schedule = { ...scheduleOf(state, state.plan.interval), at: event.timestamp };
+    const daysLeft = countDays(startOfLocalDay(event.timestamp, state.timezone), period.to, state.timezone);
+    ({ units, amount } = priceProratedEventInAdvance({
+      charge_model: charge.charge_model,
+      properties,
+      after,
+      billedUnits: carriedUnits.plus(sum(earlier.map((f) => fromDecimal128(f.units) ?? ZERO))),
+      ratio: new Dec(daysLeft).div(fullPeriodDays(schedule)),
+    }));
+  } else {
+    // A recurring metric's carried units count as billed at their price, whether or not the period
+    // start has billed them yet (the start bills exactly that price).
+    const carriedUnits = aggregate(unrounded, carried.map(usageEventOf), context);
+    const alreadyBilled = recurring ? carriedPrice(charge, properties, carriedUnits).plus(eventsBilled) : eventsBilled;
+    amount = priceEventInAdvance({
+      charge_model: charge.charge_model,
+      properties,
+      before,
+      after,
+      ...(recurring || earlier.length > 0 ? { alreadyBilled } : {}),
+    });
+    // No fee is ever negative (billing-rules.md): usage that went down is 0 units at 0.
+    units = Dec.max(after.units.minus(before.units), ZERO);
+  }
   const line = {
     key: `charge/${charge._id}${filter ? `/filter/${filter._id}` : ''}/event/${event._id}`,
     fee_type: 'charge' as const,
@@ -200,19 +307,34 @@ async function billEvent(
   }
   // Not invoiceable, or nothing to pay (an event that adds nothing issues no invoice): the fee
   // alone, so that the event counts as billed.
+  return { feeId: await standaloneFee(ctx, state, line, period, key, at), invoiceId: null };
+}
+
+/**
+ * A fee without an invoice (a charge that is not invoiceable, or an event that adds nothing), with
+ * the id its key gives: written once whatever the retries. Untaxed for now (taxes are computed with
+ * an invoice).
+ */
+async function standaloneFee(
+  ctx: StepContext,
+  state: SubscriptionState,
+  line: PricedFee,
+  period: { from: Date; to: Date },
+  key: string,
+  at: Date,
+): Promise<string> {
   const feeId = deterministicId(`fee/${key}`);
   try {
-    await Fee.create(
+    await ctx.db.models.Fee.create(
       feeRecord(
-        // Untaxed for now (taxes are computed with an invoice); the key is unique without an
-        // invoice: an event two subscriptions take is billed by each.
+        // The key is unique without an invoice: an event two subscriptions take is billed by each.
         {
           ...line,
           key: `${line.key}/subscription/${state.subscriptionId}`,
           tax_level: null,
           applied_taxes: [],
           taxes_amount_cents: ZERO,
-          total_amount_cents: amount,
+          total_amount_cents: line.amount_cents,
         },
         {
           id: feeId,
@@ -230,5 +352,5 @@ async function billEvent(
   } catch (err) {
     if (!isDuplicateKeyError(err)) throw err;
   }
-  return { feeId, invoiceId: null };
+  return feeId;
 }

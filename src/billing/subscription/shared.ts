@@ -59,7 +59,7 @@ export function subscriptionBillingContext(db: Db, deps: SubscriptionBillingDeps
 const BASE_FEE_KEY = 'subscription';
 
 /** One plan's lines over part of a period, before assembly. */
-interface Lines {
+export interface Lines {
   plan: PlanSnapshot;
   fees: PricedFee[];
   /** Usage and commitment proration of the part billed (full period: undefined). */
@@ -84,7 +84,7 @@ export function billKey(
   state: SubscriptionState,
   plan: PlanSnapshot,
   from: Date | string,
-  kind: 'advance' | 'subscription' | 'upgrade_credit' | 'termination_credit',
+  kind: 'advance' | 'subscription' | 'upgrade_credit' | 'termination_credit' | 'carried',
 ): string {
   return `${state.subscriptionId}/${typeof from === 'string' ? from : iso(from)}/${kind}/${plan.id}/v${state.version}`;
 }
