@@ -462,16 +462,30 @@ describe('the period end', () => {
 // ---- 6. invoiceable: false ----------------------------------------------------------------------
 
 describe('a charge in advance that is not invoiceable', () => {
-  it('creates a fee per event without invoice, and invoiceable: false needs pay_in_advance', async () => {
+  it('creates a taxed fee per event without invoice, and invoiceable: false needs pay_in_advance', async () => {
     const s = await setup({ storage: { aggregation_type: 'sum', field_name: 'value' } }, [
       { metric: 'storage', charge_model: 'standard', properties: { amount: '100' }, pay_in_advance: true, invoiceable: false },
     ]);
+    // The organization's 20 % tax applies to fees without an invoice too.
+    ok(await api(s, 'POST', '/v1/taxes', { code: uid('VAT'), name: 'VAT', rate: '0.2', applied_to_organization: true }), 201);
     // 2 × 100 = 200; then 5 more: price(7) 700 − 200 = 500.
     const first = await bill(s, 'storage', march(2), { value: 2 });
     const second = await bill(s, 'storage', march(3), { value: 5 });
-    expect([first, second].map((f) => [f.invoice_id, f.pay_in_advance, f.fee_type, f.events_count, f.units, f.amount_cents])).toEqual([
-      [null, true, 'charge', 1, '2.0000', '200.0000'],
-      [null, true, 'charge', 1, '5.0000', '500.0000'],
+    expect(
+      [first, second].map((f) => [
+        f.invoice_id,
+        f.pay_in_advance,
+        f.fee_type,
+        f.events_count,
+        f.units,
+        f.amount_cents,
+        f.taxes_amount_cents,
+        f.total_amount_cents,
+        f.applied_taxes.map((t) => t.tax_rate),
+      ]),
+    ).toEqual([
+      [null, true, 'charge', 1, '2.0000', '200.0000', '40.0000', '240.0000', ['0.2']],
+      [null, true, 'charge', 1, '5.0000', '500.0000', '100.0000', '600.0000', ['0.2']],
     ]);
     for (const fee of [first, second]) expect(ok<FeeResource>(await api(s, 'GET', `/v1/fees/${fee.id}`))).toEqual(fee);
     expect(await invoicesOf(s)).toEqual([]);

@@ -20,7 +20,8 @@ import { billedPerEvent } from '../../domain/charge-rules';
 import { matchingFilterIndex } from '../../domain/charge-filters';
 import { priceEventInAdvance, priceProratedEventInAdvance } from '../../domain/charges';
 import { computeChargeModel } from '../../domain/charge-models';
-import type { PricedFee } from '../../domain/invoice-assembly';
+import { assembleInvoice, type PricedFee } from '../../domain/invoice-assembly';
+import { loadTaxSets } from '../../usage/tax-sets';
 import { Dec, roundFee, sum, ZERO } from '../../domain/money';
 import { countDays, fullPeriodDays, periodContaining, startOfLocalDay } from '../../domain/periods';
 import type { UsageEvent } from '../../domain/usage-types';
@@ -312,8 +313,8 @@ async function billEvent(
 
 /**
  * A fee without an invoice (a charge that is not invoiceable, or an event that adds nothing), with
- * the id its key gives: written once whatever the retries. Untaxed for now (taxes are computed with
- * an invoice).
+ * the id its key gives: written once whatever the retries. Taxed as it would be on an invoice (the
+ * customer's, plan's and charge's taxes, else the organization's), fee by fee.
  */
 async function standaloneFee(
   ctx: StepContext,
@@ -324,18 +325,19 @@ async function standaloneFee(
   at: Date,
 ): Promise<string> {
   const feeId = deterministicId(`fee/${key}`);
+  if (await ctx.db.models.Fee.exists({ _id: feeId })) return feeId;
+  const taxes = await loadTaxSets(ctx.db, {
+    organizationId: state.organizationId,
+    customerId: state.customerId,
+    planId: state.plan.id,
+    chargeIds: line.charge_id ? [line.charge_id] : [],
+  });
+  const taxed = assembleInvoice({ currency: state.plan.currency, fees: [line], taxes, applied_coupons: [] }).fees[0]!;
   try {
     await ctx.db.models.Fee.create(
       feeRecord(
         // The key is unique without an invoice: an event two subscriptions take is billed by each.
-        {
-          ...line,
-          key: `${line.key}/subscription/${state.subscriptionId}`,
-          tax_level: null,
-          applied_taxes: [],
-          taxes_amount_cents: ZERO,
-          total_amount_cents: line.amount_cents,
-        },
+        { ...taxed, key: `${line.key}/subscription/${state.subscriptionId}` },
         {
           id: feeId,
           organizationId: state.organizationId,
