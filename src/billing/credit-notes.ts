@@ -164,6 +164,11 @@ export async function createCreditNote(db: Db, deps: CreditNoteDeps, input: NewC
   if (invoice.status !== 'finalized' && invoice.status !== 'paid') {
     throw new InvalidTransition(`A credit note needs a finalized or paid invoice (this one is ${invoice.status})`);
   }
+  // A wallet purchase's credits are in the wallet (or will be, once paid): a credit note on top
+  // would give its value twice. Credits bought are taken back with a top-up's voided_credits.
+  if (invoice.invoice_type === 'credit') {
+    throw Validation.field('invoice_id', "is a wallet purchase (invoice_type credit): take credits back with the wallet's voided_credits");
+  }
 
   // The items: shape first, all errors at once.
   if (input.items.length === 0) throw Validation.field('items', 'at least one item is required');

@@ -393,6 +393,15 @@ describe('paid, granted and voided top-ups', () => {
     expect(events).toHaveLength(1);
     expect(events[0]!.object).toMatchObject({ status: 'purchased', settled_at: settled.settled_at });
 
+    // A credit note on the purchase would give its value twice: refused, nothing written.
+    const note = await post('/v1/credit_notes', {
+      invoice_id: credit.id,
+      reason: 'other',
+      items: [{ fee_id: credit.fees![0]!.id, amount_cents: 1500 }],
+    });
+    expectValidationError(note, 'invoice_id');
+    expect(await stack.db.models.CreditNote.countDocuments({ invoice_id: credit.id })).toBe(0);
+
     // Retries of the payment's steps change nothing.
     await markPaidIfSettled(stack.db, deps(), credit.id, new Date());
     await payInvoice(stack.db, deps(), credit.id, new Date());
