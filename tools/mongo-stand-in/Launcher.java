@@ -1,7 +1,9 @@
 // MongoDB stand-in for machines without mongod (see docs/architecture.md and
 // ../shared/design/mongodb-stand-in.md). Runs in Java single-file source mode:
 //
-//   java -cp <classpath> Launcher.java <host> <port> <memory | path/to/file.mv>
+//   java -cp <classpath>:<classes> Launcher <host> <port> <memory | path/to/file.mv>
+//
+// (its classes and those beside it, compiled by scripts/bootstrap.sh).
 //
 // mongo-java-server's own main classes bind 27017 and announce wire version 8, which the
 // MongoDB Node driver 7 (mongoose 9) refuses. This launcher binds the given address and
@@ -11,8 +13,6 @@
 import de.bwaldvogel.mongo.MongoBackend;
 import de.bwaldvogel.mongo.MongoServer;
 import de.bwaldvogel.mongo.MongoVersion;
-import de.bwaldvogel.mongo.backend.h2.H2Backend;
-import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
 
 import java.util.List;
 
@@ -40,7 +40,8 @@ public class Launcher {
         int port = Integer.parseInt(args[1]);
         String storage = args[2];
 
-        MongoBackend backend = "memory".equals(storage) ? new MemoryBackend() : new H2Backend(storage);
+        // With real secondary indexes (SecondaryIndex, QueryPlanner; STAND_IN_INDEXES=off answers by scans).
+        MongoBackend backend = "memory".equals(storage) ? new IndexedMemoryBackend() : IndexedH2Backend.open(storage);
         backend.version(ANNOUNCED);
         MongoServer server = new MongoServer(backend);
         server.bind(host, port);

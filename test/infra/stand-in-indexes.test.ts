@@ -1,0 +1,262 @@
+// The MongoDB stand-in's secondary indexes (tools/mongo-stand-in: SecondaryIndex, QueryPlanner;
+// issue 17) never change an answer: a differential test. Two stand-ins, one answering from its
+// indexes and one by scans (STAND_IN_INDEXES=off), get the same random documents (nulls, missing
+// fields, arrays, nested documents, Decimal128, dates, mixed types), the same random updates and
+// deletes, then the same random queries of the shapes the indexes serve (equality on a prefix, a
+// range or $in on the next key, more fields than the index, dotted paths, sorts, limits): every
+// answer must be the same documents in the same order. An H2 file reopened rebuilds its indexes
+// from its documents.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { Decimal128, type Document, MongoClient } from 'mongodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startMongoStandIn, type RunningServer } from '../support/servers';
+
+const RUNS = Number(process.env.STAND_IN_RUNS ?? 25);
+
+let indexed: RunningServer;
+let scanned: RunningServer;
+let indexedClient: MongoClient;
+let scannedClient: MongoClient;
+
+beforeAll(async () => {
+  [indexed, scanned] = await Promise.all([startMongoStandIn(), startMongoStandIn({ indexes: false })]);
+  [indexedClient, scannedClient] = await Promise.all([MongoClient.connect(indexed.address), MongoClient.connect(scanned.address)]);
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all([indexedClient?.close(), scannedClient?.close()]);
+  await Promise.all([indexed?.stop(), scanned?.stop()]);
+});
+
+// ---- values, documents, queries ---------------------------------------------------------------
+
+const DATES = [0, 1, 2, 3, 5, 8].map((d) => new Date(Date.UTC(2030, 0, 1 + d)));
+const scalar = fc.oneof(
+  fc.constant(null),
+  fc.integer({ min: -3, max: 6 }),
+  fc.constantFrom(0.5, 2.0, 2.5, -1.5),
+  fc.constantFrom('1', '2.50', '3').map((v) => Decimal128.fromString(v)),
+  fc.constantFrom('a', 'b', 'c', 'ab', ''),
+  fc.boolean(),
+  fc.constantFrom(...DATES),
+);
+const nested = fc.record({ x: scalar }, { requiredKeys: [] });
+const value = fc.oneof({ weight: 6, arbitrary: scalar }, { weight: 1, arbitrary: nested });
+/** Arrays only under `a`: a compound index refuses two arrays in one document (as MongoDB does), which a scan would not. */
+const arrayOrValue = fc.oneof({ weight: 6, arbitrary: value }, { weight: 2, arbitrary: fc.array(scalar, { maxLength: 3 }) });
+/** A field present or missing. */
+const field = (v: fc.Arbitrary<unknown>) => fc.option(v, { nil: undefined, freq: 4 });
+
+const documentArb = fc.record({
+  a: field(arrayOrValue),
+  b: field(value),
+  c: field(value),
+  d: field(value),
+  n: fc.option(fc.record({ x: scalar }), { nil: undefined }),
+  t: field(value),
+});
+
+const INDEXES: Document[] = [{ a: 1 }, { a: 1, b: 1 }, { b: 1, c: -1, d: 1 }, { 'n.x': 1 }, { t: 1, a: 1 }];
+
+function strip(doc: Record<string, unknown>): Document {
+  return Object.fromEntries(Object.entries(doc).filter(([, v]) => v !== undefined));
+}
+
+const rangeArb = (v: fc.Arbitrary<unknown>): fc.Arbitrary<Document> =>
+  fc
+    .record({
+      low: fc.option(fc.tuple(fc.constantFrom('$gt', '$gte'), v), { nil: undefined }),
+      high: fc.option(fc.tuple(fc.constantFrom('$lt', '$lte'), v), { nil: undefined }),
+    })
+    .filter((r) => r.low !== undefined || r.high !== undefined)
+    .map((r) => Object.fromEntries([r.low, r.high].filter((x) => x !== undefined)) as Document);
+
+/** A condition on one field: a value, $eq, $in, a range, or (unusable by an index) $ne / $exists. */
+const conditionArb = fc.oneof(
+  { weight: 4, arbitrary: scalar },
+  { weight: 1, arbitrary: scalar.map((v) => ({ $eq: v })) },
+  { weight: 2, arbitrary: fc.array(scalar, { minLength: 1, maxLength: 3 }).map((vs) => ({ $in: vs })) },
+  { weight: 3, arbitrary: rangeArb(scalar) },
+  { weight: 1, arbitrary: scalar.map((v) => ({ $ne: v })) },
+  { weight: 1, arbitrary: fc.boolean().map((v) => ({ $exists: v })) },
+);
+
+const FIELDS = ['a', 'b', 'c', 'd', 'n.x', 't'];
+
+/** Any conditions on any fields (an _id now and then): most use no index, or a part of one. */
+const anyQueryArb = fc
+  .record(
+    {
+      a: conditionArb,
+      b: conditionArb,
+      c: conditionArb,
+      d: conditionArb,
+      'n.x': conditionArb,
+      t: conditionArb,
+      _id: fc.option(
+        fc.integer({ min: 0, max: 40 }).map((i) => `doc-${i}`),
+        { nil: undefined, freq: 4 },
+      ),
+    },
+    { requiredKeys: [] },
+  )
+  .map((q) => Object.fromEntries(Object.entries(q).filter(([, v]) => v !== undefined)) as Document);
+
+/** The shapes an index serves: equality on a prefix of its keys, then a range, $in or nothing on the next, maybe one more field. */
+const indexShapedArb = fc.constantFrom(...INDEXES).chain((index) => {
+  const keys = Object.keys(index);
+  return fc
+    .record({
+      prefix: fc.integer({ min: 0, max: keys.length - 1 }),
+      equal: fc.array(scalar, { minLength: keys.length, maxLength: keys.length }),
+      next: fc.option(
+        fc.oneof(
+          rangeArb(scalar),
+          fc.array(scalar, { minLength: 1, maxLength: 3 }).map((vs) => ({ $in: vs })),
+          scalar,
+        ),
+        {
+          nil: undefined,
+        },
+      ),
+      extra: fc.option(fc.tuple(fc.constantFrom(...FIELDS), conditionArb), { nil: undefined }),
+    })
+    .map(({ prefix, equal, next, extra }) => {
+      const query: Document = {};
+      if (extra && !keys.includes(extra[0])) query[extra[0]] = extra[1];
+      keys.slice(0, prefix).forEach((key, i) => (query[key] = equal[i]));
+      if (next !== undefined) query[keys[prefix]!] = next;
+      return query;
+    });
+});
+
+const queryArb = fc.oneof({ weight: 1, arbitrary: anyQueryArb }, { weight: 3, arbitrary: indexShapedArb });
+
+const findArb = fc.record({
+  query: queryArb,
+  sort: fc.option(fc.constantFrom<Document>({ a: 1, _id: 1 }, { t: -1, _id: 1 }, { $natural: -1 }), { nil: undefined }),
+  limit: fc.option(fc.integer({ min: 1, max: 5 }), { nil: undefined }),
+});
+
+const changeArb = fc.oneof(
+  fc.record({ kind: fc.constant('update' as const), query: queryArb, set: fc.record({ a: arrayOrValue, c: value }, { requiredKeys: [] }) }),
+  fc.record({ kind: fc.constant('delete' as const), query: queryArb }),
+);
+
+async function answer(client: MongoClient, db: string, find: { query: Document; sort?: Document | undefined; limit?: number | undefined }) {
+  let cursor = client.db(db).collection('docs').find(find.query);
+  if (find.sort) cursor = cursor.sort(find.sort);
+  if (find.limit) cursor = cursor.limit(find.limit);
+  try {
+    return { documents: await cursor.toArray() };
+  } catch (err) {
+    return { error: (err as Error).message };
+  }
+}
+
+describe('the stand-in answers the same with and without its secondary indexes', () => {
+  it('for random documents, changes and queries', async () => {
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(documentArb, { minLength: 5, maxLength: 40 }),
+        fc.array(changeArb, { maxLength: 4 }),
+        fc.array(findArb, { minLength: 10, maxLength: 25 }),
+        async (documents, changes, finds) => {
+          const db = `diff_${process.pid}_${run++}`;
+          const docs: Document[] = documents.map((d, i) => ({ _id: `doc-${i}`, ...strip(d) }));
+          for (const client of [indexedClient, scannedClient]) {
+            const collection = client.db(db).collection('docs');
+            // Half the runs index first and insert after, half insert first (the index is filled from the data).
+            if (run % 2 === 0) for (const key of INDEXES) await collection.createIndex(key);
+            await collection.insertMany(docs.map((d) => ({ ...d })));
+            if (run % 2 === 1) for (const key of INDEXES) await collection.createIndex(key);
+            for (const change of changes) {
+              if (change.kind === 'update') await collection.updateMany(change.query, { $set: strip(change.set) }).catch(() => undefined);
+              else await collection.deleteMany(change.query).catch(() => undefined);
+            }
+          }
+          for (const find of finds) {
+            const [withIndexes, byScan] = await Promise.all([answer(indexedClient, db, find), answer(scannedClient, db, find)]);
+            expect(withIndexes, JSON.stringify(find)).toEqual(byScan);
+          }
+          await Promise.all([indexedClient.db(db).dropDatabase(), scannedClient.db(db).dropDatabase()]);
+        },
+      ),
+      { numRuns: RUNS },
+    );
+  }, 600_000);
+
+  it('answers a tenant-scoped range query with a field beyond the index, as computed by hand', async () => {
+    const collection = indexedClient.db('diff_one').collection('docs');
+    await collection.createIndex({ organization_id: 1, customer_id: 1, timestamp: 1 });
+    await collection.insertMany(
+      Array.from({ length: 2000 }, (_, i) => ({
+        _id: `e-${i}` as unknown as never,
+        organization_id: `org-${i % 4}`,
+        customer_id: `cus-${i % 50}`,
+        timestamp: new Date(Date.UTC(2030, 0, 1 + (i % 30))),
+      })),
+    );
+    const found = await collection
+      .find({
+        organization_id: 'org-1',
+        customer_id: 'cus-1',
+        timestamp: { $gte: DATES[2], $lt: new Date(Date.UTC(2030, 0, 30)) },
+        extra: { $exists: false },
+      })
+      .toArray();
+    // i % 4 == 1 and i % 50 == 1: i = 1, 101, 201, ... (i % 100 == 1), days 1 + (i % 30) from January 3.
+    const expected = Array.from({ length: 2000 }, (_, i) => i).filter((i) => i % 100 === 1 && 1 + (i % 30) >= 3 && 1 + (i % 30) < 30);
+    expect(found.map((d) => d._id)).toEqual(expected.map((i) => `e-${i}`));
+    await indexedClient.db('diff_one').dropDatabase();
+  });
+});
+
+describe('an H2 file reopened', () => {
+  it('rebuilds its secondary indexes from its documents and answers as before', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'stand-in-h2-'));
+    try {
+      const file = join(dir, 'data.mv');
+      const docs = Array.from({ length: 300 }, (_, i) => ({
+        _id: `d-${String(i).padStart(3, '0')}`,
+        a: i % 7,
+        b: `v${i % 5}`,
+        t: DATES[i % DATES.length],
+      }));
+      const first = await startMongoStandIn({ storage: file });
+      const client = await MongoClient.connect(first.address);
+      await client.db('h2').collection('docs').createIndex({ a: 1, t: 1 });
+      await client
+        .db('h2')
+        .collection('docs')
+        .insertMany(docs.map((d) => ({ ...d })) as unknown as Document[]);
+      const query = { a: 3, t: { $gte: DATES[1] } };
+      const before = await client.db('h2').collection('docs').find(query).toArray();
+      await client.close();
+      await first.stop();
+
+      const again = await startMongoStandIn({ storage: file });
+      const reopened = await MongoClient.connect(again.address);
+      const after = await reopened.db('h2').collection('docs').find(query).toArray();
+      // Changes after the reopen are indexed too.
+      await reopened
+        .db('h2')
+        .collection('docs')
+        .updateOne({ _id: 'd-000' as unknown as never }, { $set: { a: 3, t: DATES[5] } });
+      const updated = await reopened.db('h2').collection('docs').find(query).toArray();
+      await reopened.close();
+      await again.stop();
+
+      const expected = docs.filter((d) => d.a === 3 && d.t!.getTime() >= DATES[1]!.getTime()).map((d) => d._id);
+      expect(before.map((d) => d._id)).toEqual(expected);
+      expect(after.map((d) => d._id)).toEqual(expected);
+      expect(updated.map((d) => d._id)).toEqual(['d-000', ...expected]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+});

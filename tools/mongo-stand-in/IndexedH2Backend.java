@@ -1,0 +1,88 @@
+// The H2 (MVStore file) backend of mongo-java-server with real secondary indexes (SecondaryIndex)
+// and the query planner of QueryPlanner. The indexes live in memory: when the file is reopened,
+// each collection's indexes are opened again from its index descriptions and filled from its
+// documents (AbstractMongoCollection.addIndex fills an empty index).
+
+import de.bwaldvogel.mongo.MongoCollection;
+import de.bwaldvogel.mongo.MongoDatabase;
+import de.bwaldvogel.mongo.backend.CollectionOptions;
+import de.bwaldvogel.mongo.backend.CursorRegistry;
+import de.bwaldvogel.mongo.backend.Index;
+import de.bwaldvogel.mongo.backend.IndexKey;
+import de.bwaldvogel.mongo.backend.QueryResult;
+import de.bwaldvogel.mongo.backend.h2.H2Backend;
+import de.bwaldvogel.mongo.backend.h2.H2Collection;
+import de.bwaldvogel.mongo.backend.h2.H2Database;
+import de.bwaldvogel.mongo.bson.Document;
+import org.h2.mvstore.MVMap;
+import org.h2.mvstore.MVStore;
+
+import java.util.Collections;
+import java.util.List;
+
+public class IndexedH2Backend extends H2Backend {
+
+    /**
+     * The store the databases open their maps in. H2Database keeps its own private; ours is needed
+     * while H2Database's constructor opens the existing collections, before a field of a subclass
+     * could be set. One backend per process (the launcher's).
+     */
+    private static MVStore store;
+
+    public static IndexedH2Backend open(String fileName) {
+        store = MVStore.open(fileName);
+        return new IndexedH2Backend(store);
+    }
+
+    private IndexedH2Backend(MVStore mvStore) {
+        super(mvStore);
+    }
+
+    @Override
+    protected MongoDatabase openOrCreateDatabase(String databaseName) {
+        return new Database(databaseName, getMvStore(), getCursorRegistry());
+    }
+
+    static final class Database extends H2Database {
+        Database(String databaseName, MVStore mvStore, CursorRegistry cursorRegistry) {
+            super(databaseName, mvStore, cursorRegistry);
+        }
+
+        @Override
+        protected MongoCollection<Object> openOrCreateCollection(String collectionName, CollectionOptions options) {
+            String fullName = getFullCollectionNamespace(collectionName);
+            MVMap<Object, Document> dataMap = store.openMap("databases." + fullName);
+            MVMap<String, Object> metaMap = store.openMap("meta." + fullName);
+            return new Collection(this, collectionName, options, dataMap, metaMap, cursorRegistry);
+        }
+
+        @Override
+        protected Index<Object> openOrCreateSecondaryIndex(String collectionName, String indexName, List<IndexKey> keys, boolean sparse) {
+            return new SecondaryIndex<>(indexName, keys);
+        }
+    }
+
+    static final class Collection extends H2Collection {
+        private final MVMap<Object, Document> dataMap;
+
+        Collection(MongoDatabase database, String collectionName, CollectionOptions options, MVMap<Object, Document> dataMap,
+                   MVMap<String, Object> metaMap, CursorRegistry cursorRegistry) {
+            super(database, collectionName, options, dataMap, metaMap, cursorRegistry);
+            this.dataMap = dataMap;
+        }
+
+        @Override
+        protected QueryResult queryDocuments(Document query, Document orderBy, int numberToSkip, int limit, int batchSize,
+                                             Document fieldSelector) {
+            // The natural order of a scan is the data map's key order.
+            List<Object> positions = QueryPlanner.candidates(getIndexes(), query, dataMap.getKeyType()::compare);
+            if (positions == null) {
+                return super.queryDocuments(query, orderBy, numberToSkip, limit, batchSize, fieldSelector);
+            }
+            if (isNaturalDescending(orderBy)) {
+                Collections.reverse(positions);
+            }
+            return matchDocuments(query, positions, orderBy, numberToSkip, limit, batchSize, fieldSelector);
+        }
+    }
+}

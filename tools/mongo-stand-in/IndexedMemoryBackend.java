@@ -1,0 +1,60 @@
+// The memory backend of mongo-java-server with real secondary indexes (SecondaryIndex) and the
+// query planner of QueryPlanner: its databases build them and its collections use them.
+
+import de.bwaldvogel.mongo.MongoDatabase;
+import de.bwaldvogel.mongo.backend.CollectionOptions;
+import de.bwaldvogel.mongo.backend.CursorRegistry;
+import de.bwaldvogel.mongo.backend.Index;
+import de.bwaldvogel.mongo.backend.IndexKey;
+import de.bwaldvogel.mongo.backend.QueryResult;
+import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
+import de.bwaldvogel.mongo.backend.memory.MemoryCollection;
+import de.bwaldvogel.mongo.backend.memory.MemoryDatabase;
+import de.bwaldvogel.mongo.bson.Document;
+
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.List;
+
+public class IndexedMemoryBackend extends MemoryBackend {
+
+    @Override
+    public MemoryDatabase openOrCreateDatabase(String databaseName) {
+        return new Database(databaseName, getCursorRegistry());
+    }
+
+    static final class Database extends MemoryDatabase {
+        Database(String databaseName, CursorRegistry cursorRegistry) {
+            super(databaseName, cursorRegistry);
+        }
+
+        @Override
+        protected MemoryCollection openOrCreateCollection(String collectionName, CollectionOptions options) {
+            return new Collection(this, collectionName, options, cursorRegistry);
+        }
+
+        @Override
+        protected Index<Integer> openOrCreateSecondaryIndex(String collectionName, String indexName, List<IndexKey> keys, boolean sparse) {
+            return new SecondaryIndex<>(indexName, keys);
+        }
+    }
+
+    static final class Collection extends MemoryCollection {
+        Collection(MongoDatabase database, String collectionName, CollectionOptions options, CursorRegistry cursorRegistry) {
+            super(database, collectionName, options, cursorRegistry);
+        }
+
+        @Override
+        protected QueryResult queryDocuments(Document query, Document orderBy, int numberToSkip, int limit, int batchSize,
+                                             Document fieldSelector) {
+            List<Integer> positions = QueryPlanner.candidates(getIndexes(), query, Comparator.naturalOrder());
+            if (positions == null) {
+                return super.queryDocuments(query, orderBy, numberToSkip, limit, batchSize, fieldSelector);
+            }
+            if (isNaturalDescending(orderBy)) {
+                Collections.reverse(positions);
+            }
+            return matchDocuments(query, positions, orderBy, numberToSkip, limit, batchSize, fieldSelector);
+        }
+    }
+}

@@ -1,0 +1,346 @@
+// A real secondary (non-unique, compound) index for mongo-java-server, which builds every
+// non-unique index as an EmptyIndex that answers no query (issue 17; ../shared/design/mongodb-stand-in.md).
+//
+// Entries: the index's key tuple (the document's values for the index keys, normalized as the
+// unique indexes normalize them; one tuple per element for an array, as a multikey index) in a
+// sorted map, each with the documents (by _id) and their positions. A query is answered from it when
+// its conditions on the index keys form equality on a prefix of the keys, then optionally a range
+// ($gt, $gte, $lt, $lte) or $in on the next key: the candidates are the entries in those bounds,
+// found in O(log N + matches). Candidates are a superset of the answer: bounds are inclusive and the
+// collection filters every candidate with the whole query, as it does after a scan, so an index
+// never changes a result, only how many documents are read.
+//
+// Kept in step with inserts, updates and deletes through mongo-java-server's Index hooks; held in
+// memory only: a backend that reopens its data (H2) fills it again from the documents when the
+// collection's indexes are opened (AbstractMongoCollection.addIndex fills an empty index).
+
+import de.bwaldvogel.mongo.MongoCollection;
+import de.bwaldvogel.mongo.backend.Index;
+import de.bwaldvogel.mongo.backend.IndexKey;
+import de.bwaldvogel.mongo.backend.KeyValue;
+import de.bwaldvogel.mongo.backend.ValueComparator;
+import de.bwaldvogel.mongo.bson.BsonRegularExpression;
+import de.bwaldvogel.mongo.bson.Document;
+import de.bwaldvogel.mongo.bson.MaxKey;
+import de.bwaldvogel.mongo.bson.MinKey;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.NavigableMap;
+import java.util.Set;
+import java.util.TreeMap;
+
+public final class SecondaryIndex<P> extends Index<P> {
+
+    private static final ValueComparator VALUES = ValueComparator.asc();
+
+    /** Tuples compared value by value (BSON order); a shorter tuple that is a prefix comes first. */
+    static final Comparator<KeyValue> TUPLES = (a, b) -> {
+        int n = Math.min(a.size(), b.size());
+        for (int i = 0; i < n; i++) {
+            int c = VALUES.compare(a.get(i), b.get(i));
+            if (c != 0) {
+                return c;
+            }
+        }
+        return Integer.compare(a.size(), b.size());
+    };
+
+    private final TreeMap<KeyValue, Map<Object, P>> entries = new TreeMap<>(TUPLES);
+    private long count;
+    /** An array was seen under a key: ranges are then unsafe (conditions may hold on different elements). */
+    private boolean multikey;
+
+    public SecondaryIndex(String name, List<IndexKey> keys) {
+        super(name, keys, false);
+    }
+
+    // ---- what a query can use ------------------------------------------------------------------
+
+    /** How a query's conditions on the index keys bound the key tuples; null when unusable. */
+    static final class Bounds {
+        final List<Object> prefix = new ArrayList<>();
+        /** Values of $in on the next key (normalized), or null. */
+        List<Object> in;
+        /** Range on the next key (normalized; null: unbounded on that side), when ranged. */
+        Object low;
+        Object high;
+        boolean ranged;
+
+        int score() {
+            return 2 * prefix.size() + (in != null || ranged ? 1 : 0);
+        }
+    }
+
+    private static Object normalize(Object value) {
+        return new KeyValue(new Object[] {value}).normalized().get(0);
+    }
+
+    /**
+     * A value usable as a key: a scalar (not null, which also matches a missing field; not an array
+     * or an embedded document, whose equality has rules of their own; not a regex).
+     */
+    static boolean isPlainValue(Object value) {
+        return value != null
+            && !(value instanceof Collection)
+            && !(value instanceof Map)
+            && !BsonRegularExpression.isRegularExpression(value);
+    }
+
+    /** The bounds a query gives this index, or null when it can use none of its keys. */
+    Bounds boundsFor(Document query) {
+        Bounds bounds = new Bounds();
+        for (String key : keys()) {
+            if (!query.containsKey(key)) {
+                break;
+            }
+            Object condition = query.get(key);
+            if (isPlainValue(condition)) {
+                bounds.prefix.add(normalize(condition));
+                continue;
+            }
+            if (condition instanceof Document && !BsonRegularExpression.isRegularExpression(condition)) {
+                Document operators = (Document) condition;
+                if (operators.size() == 1 && operators.containsKey("$eq") && isPlainValue(operators.get("$eq"))) {
+                    bounds.prefix.add(normalize(operators.get("$eq")));
+                    continue;
+                }
+                readRangeOrIn(operators, bounds);
+            }
+            break;
+        }
+        return bounds.score() == 0 ? null : bounds;
+    }
+
+    private void readRangeOrIn(Document operators, Bounds bounds) {
+        if (operators.size() == 1 && operators.get("$in") instanceof Collection) {
+            List<Object> values = new ArrayList<>();
+            for (Object value : (Collection<?>) operators.get("$in")) {
+                if (!isPlainValue(value)) {
+                    return;
+                }
+                values.add(normalize(value));
+            }
+            if (!values.isEmpty()) {
+                bounds.in = values;
+            }
+            return;
+        }
+        if (multikey) {
+            return;
+        }
+        Object low = null;
+        Object high = null;
+        for (Map.Entry<String, Object> operator : operators.entrySet()) {
+            Object value = operator.getValue();
+            if (!isPlainValue(value)) {
+                return;
+            }
+            switch (operator.getKey()) {
+                case "$gt":
+                case "$gte":
+                    low = normalize(value);
+                    break;
+                case "$lt":
+                case "$lte":
+                    high = normalize(value);
+                    break;
+                default:
+                    return;
+            }
+        }
+        bounds.low = low;
+        bounds.high = high;
+        bounds.ranged = true;
+    }
+
+    /**
+     * False: mongo-java-server's own planner (the first index that accepts) never picks this index;
+     * QueryPlanner does, by boundsFor, and can be turned off to compare answers without indexes.
+     */
+    @Override
+    public boolean canHandle(Document query) {
+        return false;
+    }
+
+    /** The candidates of a query, in no particular order (the collection puts them in natural order). */
+    @Override
+    public synchronized Iterable<P> getPositions(Document query) {
+        Bounds bounds = boundsFor(query);
+        if (bounds == null) {
+            throw new IllegalArgumentException("query not handled by " + this + ": " + query);
+        }
+        Set<P> positions = new LinkedHashSet<>();
+        if (bounds.in != null) {
+            for (Object value : bounds.in) {
+                collect(tuple(bounds.prefix, value, MinKey.getInstance()), tuple(bounds.prefix, value, MaxKey.getInstance()), positions);
+            }
+        } else if (bounds.ranged) {
+            Object low = bounds.low == null ? MinKey.getInstance() : bounds.low;
+            Object high = bounds.high == null ? MaxKey.getInstance() : bounds.high;
+            collect(tuple(bounds.prefix, low, MinKey.getInstance()), tuple(bounds.prefix, high, MaxKey.getInstance()), positions);
+        } else {
+            collect(tuple(bounds.prefix, null, MinKey.getInstance()), tuple(bounds.prefix, null, MaxKey.getInstance()), positions);
+        }
+        return positions;
+    }
+
+    /** prefix, then `next` (when given), then `fill` for every key left. */
+    private KeyValue tuple(List<Object> prefix, Object next, Object fill) {
+        List<Object> values = new ArrayList<>(prefix);
+        if (next != null) {
+            values.add(next);
+        }
+        while (values.size() < keys().size()) {
+            values.add(fill);
+        }
+        return new KeyValue(values);
+    }
+
+    private void collect(KeyValue low, KeyValue high, Set<P> into) {
+        if (TUPLES.compare(low, high) > 0) {
+            // Bounds in different type brackets the wrong way round ({$gt: "a", $lt: 5}): no value is in both.
+            return;
+        }
+        NavigableMap<KeyValue, Map<Object, P>> range = entries.subMap(low, true, high, true);
+        for (Map<Object, P> documents : range.values()) {
+            into.addAll(documents.values());
+        }
+    }
+
+    // ---- keeping it in step ------------------------------------------------------------------
+
+    private static Object idOf(Document document) {
+        return normalize(document.get("_id"));
+    }
+
+    private boolean hasArray(Document document) {
+        for (String key : keys()) {
+            Object value = document;
+            for (String part : key.split("\\.")) {
+                if (value instanceof Collection) {
+                    return true;
+                }
+                if (!(value instanceof Document)) {
+                    value = null;
+                    break;
+                }
+                value = ((Document) value).get(part);
+            }
+            if (value instanceof Collection) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * The document's key tuples. An empty array has no element to index: MongoDB indexes it as a
+     * key of its own, here null (a null query value never uses the index), so that the document is
+     * still found by its other keys.
+     */
+    private Set<KeyValue> tuplesOf(Document document) {
+        Set<KeyValue> tuples = getKeyValues(document);
+        if (!tuples.isEmpty()) {
+            return tuples;
+        }
+        return getKeyValues((Document) withoutEmptyArrays(document));
+    }
+
+    private static Object withoutEmptyArrays(Object value) {
+        if (value instanceof Collection) {
+            Collection<?> values = (Collection<?>) value;
+            if (values.isEmpty()) {
+                return null;
+            }
+            List<Object> copy = new ArrayList<>();
+            for (Object element : values) {
+                copy.add(withoutEmptyArrays(element));
+            }
+            return copy;
+        }
+        if (value instanceof Document) {
+            Document copy = new Document();
+            for (Map.Entry<String, Object> entry : ((Document) value).entrySet()) {
+                copy.put(entry.getKey(), withoutEmptyArrays(entry.getValue()));
+            }
+            return copy;
+        }
+        return value;
+    }
+
+    @Override
+    public P getPosition(Document document) {
+        // The _id index answers this for the collection; a secondary index never does.
+        return null;
+    }
+
+    @Override
+    public void checkAdd(Document document, MongoCollection<P> collection) {
+        // Not unique: nothing to check.
+    }
+
+    @Override
+    public synchronized void add(Document document, P position, MongoCollection<P> collection) {
+        if (hasArray(document)) {
+            multikey = true;
+        }
+        Object id = idOf(document);
+        for (KeyValue tuple : tuplesOf(document)) {
+            if (entries.computeIfAbsent(tuple, t -> new HashMap<>()).put(id, position) == null) {
+                count++;
+            }
+        }
+    }
+
+    @Override
+    public synchronized P remove(Document document) {
+        Object id = idOf(document);
+        for (KeyValue tuple : tuplesOf(document)) {
+            Map<Object, P> documents = entries.get(tuple);
+            if (documents != null && documents.remove(id) != null) {
+                count--;
+                if (documents.isEmpty()) {
+                    entries.remove(tuple);
+                }
+            }
+        }
+        return null;
+    }
+
+    @Override
+    public void checkUpdate(Document oldDocument, Document newDocument, MongoCollection<P> collection) {
+        // Not unique: nothing to check.
+    }
+
+    @Override
+    public synchronized void updateInPlace(Document oldDocument, Document newDocument, P position, MongoCollection<P> collection) {
+        if (nullAwareEqualsKeys(oldDocument, newDocument) && !hasArray(newDocument)) {
+            return;
+        }
+        remove(oldDocument);
+        add(newDocument, position, collection);
+    }
+
+    @Override
+    public synchronized long getCount() {
+        return count;
+    }
+
+    @Override
+    public long getDataSize() {
+        return 0;
+    }
+
+    @Override
+    public synchronized void drop() {
+        entries.clear();
+        count = 0;
+        multikey = false;
+    }
+}
