@@ -59,7 +59,15 @@ const documentArb = fc.record({
   t: field(value),
 });
 
-const INDEXES: Document[] = [{ a: 1 }, { a: 1, b: 1 }, { b: 1, c: -1, d: 1 }, { 'n.x': 1 }, { t: 1, a: 1 }];
+const INDEXES: Document[] = [
+  { a: 1 },
+  { a: 1, b: 1 },
+  { b: 1, c: -1, d: 1 },
+  { 'n.x': 1 },
+  { t: 1, a: 1 },
+  { b: 1, t: -1, _id: -1 },
+  { t: 1, c: 1 },
+];
 
 function strip(doc: Record<string, unknown>): Document {
   return Object.fromEntries(Object.entries(doc).filter(([, v]) => v !== undefined));
@@ -135,10 +143,23 @@ const indexShapedArb = fc.constantFrom(...INDEXES).chain((index) => {
 
 const queryArb = fc.oneof({ weight: 1, arbitrary: anyQueryArb }, { weight: 3, arbitrary: indexShapedArb });
 
+// Sorts an index follows after its equality prefix (read in index order, stopping at skip + limit) and others.
+const SORTS: Document[] = [
+  { a: 1, _id: 1 },
+  { t: -1, _id: 1 },
+  { $natural: -1 },
+  { t: 1 },
+  { t: -1, a: -1 },
+  { c: -1, d: -1 },
+  { c: 1 },
+  { t: -1, _id: -1 },
+];
+
 const findArb = fc.record({
   query: queryArb,
-  sort: fc.option(fc.constantFrom<Document>({ a: 1, _id: 1 }, { t: -1, _id: 1 }, { $natural: -1 }), { nil: undefined }),
-  limit: fc.option(fc.integer({ min: 1, max: 5 }), { nil: undefined }),
+  sort: fc.option(fc.constantFrom(...SORTS), { nil: undefined, freq: 2 }),
+  skip: fc.option(fc.integer({ min: 1, max: 4 }), { nil: undefined, freq: 3 }),
+  limit: fc.option(fc.integer({ min: 1, max: 5 }), { nil: undefined, freq: 2 }),
 });
 
 const changeArb = fc.oneof(
@@ -146,9 +167,14 @@ const changeArb = fc.oneof(
   fc.record({ kind: fc.constant('delete' as const), query: queryArb }),
 );
 
-async function answer(client: MongoClient, db: string, find: { query: Document; sort?: Document | undefined; limit?: number | undefined }) {
+async function answer(
+  client: MongoClient,
+  db: string,
+  find: { query: Document; sort?: Document | undefined; skip?: number | undefined; limit?: number | undefined },
+) {
   let cursor = client.db(db).collection('docs').find(find.query);
   if (find.sort) cursor = cursor.sort(find.sort);
+  if (find.skip) cursor = cursor.skip(find.skip);
   if (find.limit) cursor = cursor.limit(find.limit);
   try {
     return { documents: await cursor.toArray() };
@@ -168,17 +194,25 @@ describe('the stand-in answers the same with and without its secondary indexes',
         async (documents, changes, finds) => {
           const db = `diff_${process.pid}_${run++}`;
           const docs: Document[] = documents.map((d, i) => ({ _id: `doc-${i}`, ...strip(d) }));
+          const outcomes: unknown[][] = [];
           for (const client of [indexedClient, scannedClient]) {
             const collection = client.db(db).collection('docs');
             // Half the runs index first and insert after, half insert first (the index is filled from the data).
             if (run % 2 === 0) for (const key of INDEXES) await collection.createIndex(key);
             await collection.insertMany(docs.map((d) => ({ ...d })));
             if (run % 2 === 1) for (const key of INDEXES) await collection.createIndex(key);
+            const outcome: unknown[] = [];
             for (const change of changes) {
-              if (change.kind === 'update') await collection.updateMany(change.query, { $set: strip(change.set) }).catch(() => undefined);
-              else await collection.deleteMany(change.query).catch(() => undefined);
+              const done =
+                change.kind === 'update'
+                  ? collection.updateMany(change.query, { $set: strip(change.set) }).then((r) => r.modifiedCount)
+                  : collection.deleteMany(change.query).then((r) => r.deletedCount);
+              outcome.push(await done.catch((err: Error) => `error: ${err.message}`));
             }
+            outcomes.push(outcome);
           }
+          // Changes succeed or fail alike, and change as many documents.
+          expect(outcomes[0]).toEqual(outcomes[1]);
           for (const find of finds) {
             const [withIndexes, byScan] = await Promise.all([answer(indexedClient, db, find), answer(scannedClient, db, find)]);
             expect(withIndexes, JSON.stringify(find)).toEqual(byScan);

@@ -75,6 +75,13 @@ public class IndexedH2Backend extends H2Backend {
         protected QueryResult queryDocuments(Document query, Document orderBy, int numberToSkip, int limit, int batchSize,
                                              Document fieldSelector) {
             // The natural order of a scan is the data map's key order.
+            if (limit != 0) {
+                List<Object> ordered = QueryPlanner.orderedCandidates(getIndexes(), query, orderBy, numberToSkip + Math.abs(limit),
+                    dataMap.getKeyType()::compare, position -> documentMatchesQuery(getDocument(position), query));
+                if (ordered != null) {
+                    return matchDocuments(query, ordered, orderBy, numberToSkip, limit, batchSize, fieldSelector);
+                }
+            }
             List<Object> positions = QueryPlanner.candidates(getIndexes(), query, dataMap.getKeyType()::compare);
             if (positions == null) {
                 return super.queryDocuments(query, orderBy, numberToSkip, limit, batchSize, fieldSelector);

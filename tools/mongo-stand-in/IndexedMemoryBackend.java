@@ -47,6 +47,13 @@ public class IndexedMemoryBackend extends MemoryBackend {
         @Override
         protected QueryResult queryDocuments(Document query, Document orderBy, int numberToSkip, int limit, int batchSize,
                                              Document fieldSelector) {
+            if (limit != 0) {
+                List<Integer> ordered = QueryPlanner.orderedCandidates(getIndexes(), query, orderBy, numberToSkip + Math.abs(limit),
+                    Comparator.<Integer>naturalOrder(), position -> documentMatchesQuery(getDocument(position), query));
+                if (ordered != null) {
+                    return matchDocuments(query, ordered, orderBy, numberToSkip, limit, batchSize, fieldSelector);
+                }
+            }
             List<Integer> positions = QueryPlanner.candidates(getIndexes(), query, Comparator.naturalOrder());
             if (positions == null) {
                 return super.queryDocuments(query, orderBy, numberToSkip, limit, batchSize, fieldSelector);

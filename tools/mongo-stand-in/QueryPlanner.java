@@ -62,6 +62,113 @@ final class QueryPlanner {
         return positions;
     }
 
+    /**
+     * For a sorted query with a limit: the candidates read in the order of an index that follows the
+     * sort (the keys after its equality prefix are the sort's fields, all ascending or all
+     * descending), until `needed` (skip + limit) of them match the query, and then every entry tied
+     * with the last one on the sort fields, so that the collection's own sort of these candidates
+     * (stable, over the natural order) picks the same documents as after a scan. Null when no index
+     * follows the sort.
+     */
+    static <P> List<P> orderedCandidates(List<Index<P>> indexes, Document query, Document orderBy, int needed,
+                                         Comparator<P> naturalOrder, java.util.function.Predicate<P> matches) {
+        if (!ENABLED || orderBy == null || orderBy.isEmpty() || needed <= 0 || orderBy.containsKey("$natural")) {
+            return null;
+        }
+        List<String> sortFields = new ArrayList<>(orderBy.keySet());
+        int direction = 0;
+        for (Object value : orderBy.values()) {
+            int d = value instanceof Number && ((Number) value).doubleValue() < 0 ? -1 : 1;
+            if (direction != 0 && d != direction) {
+                return null;
+            }
+            direction = d;
+        }
+        SecondaryIndex<P> best = null;
+        SecondaryIndex.Bounds bestBounds = null;
+        java.util.Iterator<java.util.Map.Entry<de.bwaldvogel.mongo.backend.KeyValue, java.util.Map<Object, P>>> entries = null;
+        for (Index<P> index : indexes) {
+            if (!(index instanceof SecondaryIndex)) {
+                continue;
+            }
+            SecondaryIndex<P> secondary = (SecondaryIndex<P>) index;
+            SecondaryIndex.Bounds bounds = query == null || query.isEmpty() ? new SecondaryIndex.Bounds() : secondary.boundsFor(query);
+            if (bounds == null) {
+                bounds = new SecondaryIndex.Bounds();
+            }
+            if (best != null && bounds.score() <= bestBounds.score()) {
+                continue;
+            }
+            var iterator = secondary.orderedEntries(bounds, direction < 0, sortFields);
+            if (iterator != null) {
+                best = secondary;
+                bestBounds = bounds;
+                entries = iterator;
+            }
+        }
+        // An index that bounds the query better (a unique one, a longer equality prefix) reads fewer documents, sorted or not.
+        if (entries == null || bestBounds.score() < bestScore(indexes, query)) {
+            return null;
+        }
+        List<P> positions = new ArrayList<>();
+        int found = 0;
+        List<Object> lastSortKey = null;
+        int first = bestBounds.prefix.size();
+        while (entries.hasNext()) {
+            var entry = entries.next();
+            List<Object> sortKey = new ArrayList<>();
+            for (int i = first; i < first + sortFields.size(); i++) {
+                sortKey.add(entry.getKey().get(i));
+            }
+            if (found >= needed && !sameValues(sortKey, lastSortKey)) {
+                break;
+            }
+            for (P position : entry.getValue().values()) {
+                if (matches.test(position)) {
+                    positions.add(position);
+                    found++;
+                    lastSortKey = sortKey;
+                }
+            }
+        }
+        // In natural order: the collection's stable sort then breaks ties as it does after a scan.
+        positions.sort(naturalOrder);
+        return positions;
+    }
+
+    private static <P> int bestScore(List<Index<P>> indexes, Document query) {
+        int best = 0;
+        if (query == null || query.isEmpty()) {
+            return best;
+        }
+        for (Index<P> index : indexes) {
+            if (index instanceof SecondaryIndex) {
+                SecondaryIndex.Bounds bounds = ((SecondaryIndex<P>) index).boundsFor(query);
+                if (bounds != null) {
+                    best = Math.max(best, bounds.score());
+                }
+            } else if (index.isUnique()) {
+                Document projected = projectOnKeys(index, query);
+                if (projected != null && index.canHandle(projected)) {
+                    best = Math.max(best, 1000 + index.getKeys().size());
+                }
+            }
+        }
+        return best;
+    }
+
+    private static boolean sameValues(List<Object> a, List<Object> b) {
+        if (a == null || b == null || a.size() != b.size()) {
+            return false;
+        }
+        for (int i = 0; i < a.size(); i++) {
+            if (de.bwaldvogel.mongo.backend.ValueComparator.asc().compare(a.get(i), b.get(i)) != 0) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     /** The query's conditions on the index's keys, when each is a plain value; null otherwise. */
     private static <P> Document projectOnKeys(Index<P> index, Document query) {
         Document projected = new Document();

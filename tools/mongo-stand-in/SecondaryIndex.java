@@ -28,6 +28,7 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.Iterator;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -190,6 +191,33 @@ public final class SecondaryIndex<P> extends Index<P> {
         return positions;
     }
 
+    /**
+     * The entries of a query's bounds in key order (descending: reversed), a view read as the
+     * caller goes (the collection's lock is held by the query, and writes take it too), for a sort
+     * on `sortFields`, which must be the keys right after the equality prefix, in that order. Null
+     * when the bounds cannot give them in that order: $in on the next key, other sort fields, or a
+     * multikey index (MongoDB sorts an array by one of its elements).
+     */
+    Iterator<Map.Entry<KeyValue, Map<Object, P>>> orderedEntries(Bounds bounds, boolean descending, List<String> sortFields) {
+        if (bounds.in != null || multikey) {
+            return null;
+        }
+        List<String> keys = keys();
+        int first = bounds.prefix.size();
+        if (sortFields.isEmpty() || first + sortFields.size() > keys.size() || !keys.subList(first, first + sortFields.size()).equals(sortFields)) {
+            return null;
+        }
+        Object lowNext = bounds.ranged && bounds.low != null ? bounds.low : (bounds.ranged ? MinKey.getInstance() : null);
+        Object highNext = bounds.ranged && bounds.high != null ? bounds.high : (bounds.ranged ? MaxKey.getInstance() : null);
+        KeyValue low = tuple(bounds.prefix, lowNext, MinKey.getInstance());
+        KeyValue high = tuple(bounds.prefix, highNext, MaxKey.getInstance());
+        if (TUPLES.compare(low, high) > 0) {
+            return java.util.Collections.emptyIterator();
+        }
+        NavigableMap<KeyValue, Map<Object, P>> range = entries.subMap(low, true, high, true);
+        return (descending ? range.descendingMap() : range).entrySet().iterator();
+    }
+
     /** prefix, then `next` (when given), then `fill` for every key left. */
     private KeyValue tuple(List<Object> prefix, Object next, Object fill) {
         List<Object> values = new ArrayList<>(prefix);
@@ -298,19 +326,23 @@ public final class SecondaryIndex<P> extends Index<P> {
         }
     }
 
+    /** Answers the document's position (the collection checks that every index agrees on it), or null when it was not indexed. */
     @Override
     public synchronized P remove(Document document) {
         Object id = idOf(document);
+        P position = null;
         for (KeyValue tuple : tuplesOf(document)) {
             Map<Object, P> documents = entries.get(tuple);
-            if (documents != null && documents.remove(id) != null) {
+            P removed = documents == null ? null : documents.remove(id);
+            if (removed != null) {
+                position = removed;
                 count--;
                 if (documents.isEmpty()) {
                     entries.remove(tuple);
                 }
             }
         }
-        return null;
+        return position;
     }
 
     @Override
