@@ -3,9 +3,10 @@
 // indexes and one by scans (STAND_IN_INDEXES=off), get the same random documents (nulls, missing
 // fields, arrays, nested documents, Decimal128, dates, mixed types), the same random updates and
 // deletes, then the same random queries of the shapes the indexes serve (equality on a prefix, a
-// range or $in on the next key, more fields than the index, dotted paths, sorts, limits): every
-// answer must be the same documents in the same order. An H2 file reopened rebuilds its indexes
-// from its documents.
+// range or $in on the next key, more fields than the index, dotted paths, sorts, skips, limits):
+// every answer must be the same documents in the same order, every countDocuments the same count
+// (answered through the planner: CountPipeline), every change the same outcome. An H2 file
+// reopened rebuilds its indexes from its documents.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -176,8 +177,11 @@ async function answer(
   if (find.sort) cursor = cursor.sort(find.sort);
   if (find.skip) cursor = cursor.skip(find.skip);
   if (find.limit) cursor = cursor.limit(find.limit);
+  const options = { ...(find.skip ? { skip: find.skip } : {}), ...(find.limit ? { limit: find.limit } : {}) };
   try {
-    return { documents: await cursor.toArray() };
+    // countDocuments is an aggregation, which the indexed stand-in answers through its planner.
+    const count = await client.db(db).collection('docs').countDocuments(find.query, options);
+    return { documents: await cursor.toArray(), count };
   } catch (err) {
     return { error: (err as Error).message };
   }

@@ -14,6 +14,9 @@ import de.bwaldvogel.mongo.backend.h2.H2Backend;
 import de.bwaldvogel.mongo.backend.h2.H2Collection;
 import de.bwaldvogel.mongo.backend.h2.H2Database;
 import de.bwaldvogel.mongo.bson.Document;
+import de.bwaldvogel.mongo.oplog.Oplog;
+import de.bwaldvogel.mongo.backend.DatabaseResolver;
+import io.netty.channel.Channel;
 import org.h2.mvstore.MVMap;
 import org.h2.mvstore.MVStore;
 
@@ -54,6 +57,12 @@ public class IndexedH2Backend extends H2Backend {
             MVMap<Object, Document> dataMap = store.openMap("databases." + fullName);
             MVMap<String, Object> metaMap = store.openMap("meta." + fullName);
             return new Collection(this, collectionName, options, dataMap, metaMap, cursorRegistry);
+        }
+
+        @Override
+        public Document handleCommand(Channel channel, String command, Document query, DatabaseResolver databaseResolver, Oplog oplog) {
+            Document counted = CountPipeline.answer(command, query, name -> resolveCollection(name, false), this::getFullCollectionNamespace);
+            return counted != null ? counted : super.handleCommand(channel, command, query, databaseResolver, oplog);
         }
 
         @Override

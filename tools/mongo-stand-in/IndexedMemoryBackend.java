@@ -11,6 +11,9 @@ import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
 import de.bwaldvogel.mongo.backend.memory.MemoryCollection;
 import de.bwaldvogel.mongo.backend.memory.MemoryDatabase;
 import de.bwaldvogel.mongo.bson.Document;
+import de.bwaldvogel.mongo.oplog.Oplog;
+import de.bwaldvogel.mongo.backend.DatabaseResolver;
+import io.netty.channel.Channel;
 
 import java.util.Collections;
 import java.util.Comparator;
@@ -31,6 +34,12 @@ public class IndexedMemoryBackend extends MemoryBackend {
         @Override
         protected MemoryCollection openOrCreateCollection(String collectionName, CollectionOptions options) {
             return new Collection(this, collectionName, options, cursorRegistry);
+        }
+
+        @Override
+        public Document handleCommand(Channel channel, String command, Document query, DatabaseResolver databaseResolver, Oplog oplog) {
+            Document counted = CountPipeline.answer(command, query, name -> resolveCollection(name, false), this::getFullCollectionNamespace);
+            return counted != null ? counted : super.handleCommand(channel, command, query, databaseResolver, oplog);
         }
 
         @Override
