@@ -86,7 +86,7 @@ final class QueryPlanner {
         }
         SecondaryIndex<P> best = null;
         SecondaryIndex.Bounds bestBounds = null;
-        java.util.Iterator<java.util.Map.Entry<de.bwaldvogel.mongo.backend.KeyValue, java.util.Map<Object, P>>> entries = null;
+        java.util.Iterator<java.util.Map.Entry<de.bwaldvogel.mongo.backend.KeyValue, SecondaryIndex.Postings<P>>> entries = null;
         for (Index<P> index : indexes) {
             if (!(index instanceof SecondaryIndex)) {
                 continue;
@@ -123,7 +123,7 @@ final class QueryPlanner {
             if (found >= needed && !sameValues(sortKey, lastSortKey)) {
                 break;
             }
-            for (P position : entry.getValue().values()) {
+            for (P position : entry.getValue().positions()) {
                 if (matches.test(position)) {
                     positions.add(position);
                     found++;

@@ -52,7 +52,64 @@ public final class SecondaryIndex<P> extends Index<P> {
         return Integer.compare(a.size(), b.size());
     };
 
-    private final TreeMap<KeyValue, Map<Object, P>> entries = new TreeMap<>(TUPLES);
+    private final TreeMap<KeyValue, Postings<P>> entries = new TreeMap<>(TUPLES);
+
+    /**
+     * The documents (by _id) under one key tuple, with their positions: most tuples have one
+     * document (a key with _id or a timestamp in it), held without a map to keep the index small.
+     */
+    static final class Postings<P> {
+        private Object soleId;
+        private P solePosition;
+        private HashMap<Object, P> many;
+
+        /** True when the id was not there yet. */
+        boolean put(Object id, P position) {
+            if (many != null) {
+                return many.put(id, position) == null;
+            }
+            if (solePosition == null) {
+                soleId = id;
+                solePosition = position;
+                return true;
+            }
+            if (java.util.Objects.equals(soleId, id)) {
+                solePosition = position;
+                return false;
+            }
+            many = new HashMap<>(4);
+            many.put(soleId, solePosition);
+            many.put(id, position);
+            soleId = null;
+            solePosition = null;
+            return true;
+        }
+
+        /** The removed document's position, or null when it was not there. */
+        P remove(Object id) {
+            if (many != null) {
+                return many.remove(id);
+            }
+            if (solePosition != null && java.util.Objects.equals(soleId, id)) {
+                P removed = solePosition;
+                soleId = null;
+                solePosition = null;
+                return removed;
+            }
+            return null;
+        }
+
+        boolean isEmpty() {
+            return many != null ? many.isEmpty() : solePosition == null;
+        }
+
+        java.util.Collection<P> positions() {
+            if (many != null) {
+                return many.values();
+            }
+            return solePosition == null ? List.of() : List.of(solePosition);
+        }
+    }
     private long count;
     /** An array was seen under a key: ranges are then unsafe (conditions may hold on different elements). */
     private boolean multikey;
@@ -198,7 +255,7 @@ public final class SecondaryIndex<P> extends Index<P> {
      * when the bounds cannot give them in that order: $in on the next key, other sort fields, or a
      * multikey index (MongoDB sorts an array by one of its elements).
      */
-    Iterator<Map.Entry<KeyValue, Map<Object, P>>> orderedEntries(Bounds bounds, boolean descending, List<String> sortFields) {
+    Iterator<Map.Entry<KeyValue, Postings<P>>> orderedEntries(Bounds bounds, boolean descending, List<String> sortFields) {
         if (bounds.in != null || multikey) {
             return null;
         }
@@ -214,7 +271,7 @@ public final class SecondaryIndex<P> extends Index<P> {
         if (TUPLES.compare(low, high) > 0) {
             return java.util.Collections.emptyIterator();
         }
-        NavigableMap<KeyValue, Map<Object, P>> range = entries.subMap(low, true, high, true);
+        NavigableMap<KeyValue, Postings<P>> range = entries.subMap(low, true, high, true);
         return (descending ? range.descendingMap() : range).entrySet().iterator();
     }
 
@@ -235,9 +292,9 @@ public final class SecondaryIndex<P> extends Index<P> {
             // Bounds in different type brackets the wrong way round ({$gt: "a", $lt: 5}): no value is in both.
             return;
         }
-        NavigableMap<KeyValue, Map<Object, P>> range = entries.subMap(low, true, high, true);
-        for (Map<Object, P> documents : range.values()) {
-            into.addAll(documents.values());
+        NavigableMap<KeyValue, Postings<P>> range = entries.subMap(low, true, high, true);
+        for (Postings<P> documents : range.values()) {
+            into.addAll(documents.positions());
         }
     }
 
@@ -320,7 +377,7 @@ public final class SecondaryIndex<P> extends Index<P> {
         }
         Object id = idOf(document);
         for (KeyValue tuple : tuplesOf(document)) {
-            if (entries.computeIfAbsent(tuple, t -> new HashMap<>()).put(id, position) == null) {
+            if (entries.computeIfAbsent(tuple, t -> new Postings<>()).put(id, position)) {
                 count++;
             }
         }
@@ -332,7 +389,7 @@ public final class SecondaryIndex<P> extends Index<P> {
         Object id = idOf(document);
         P position = null;
         for (KeyValue tuple : tuplesOf(document)) {
-            Map<Object, P> documents = entries.get(tuple);
+            Postings<P> documents = entries.get(tuple);
             P removed = documents == null ? null : documents.remove(id);
             if (removed != null) {
                 position = removed;
