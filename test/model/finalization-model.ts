@@ -4,6 +4,13 @@
 // billing-rules is silent; api-contract.md "Wallets" and "Invoices, fees, credit notes"). It imports
 // nothing from src/: every amount here is plain decimal arithmetic on the documented rules.
 //
+// Wallets take granted, paid (a `credit` invoice whose payment brings the credits) and voided
+// credits, and recurring transaction rules: threshold rules top up after a consumption that takes
+// the credits balance from above their threshold to at or below it, monthly interval rules on the
+// anniversaries of their started_at (UTC here: the customer's time zone is the organization's).
+// The service makes rule top-ups asynchronously, in the wallet's workflow; the model makes them
+// right after what caused them, and the test waits for them before going on.
+//
 // The customer has at most one subscription, monthly, calendar, started on the 1st at 00:00 UTC,
 // so that every period is whole and its base fee is the plan's amount (proration belongs to the
 // subscription-billing model). Usage is a count metric priced per event.
@@ -33,13 +40,16 @@ export interface TaxSetup {
   plan: Money[];
 }
 
-export type FeeType = 'subscription' | 'charge' | 'add_on';
+export type FeeType = 'subscription' | 'charge' | 'add_on' | 'credit';
 
 /**
  * billing-rules.md, Invoice pipeline 3: charge, then plan, then customer, then organization. An
- * add-on fee (a one-off line) belongs to no plan, so the plan's taxes do not reach it.
+ * add-on fee (a one-off line) belongs to no plan, so the plan's taxes do not reach it. A `credit`
+ * fee (a purchase of wallet credits) is taxed at no level: the contract gives the credit invoice
+ * one fee of exactly paid_credits x rate_amount x 100, and the credits pay taxed invoices later.
  */
 function ratesFor(feeType: FeeType, taxes: TaxSetup): Money[] {
+  if (feeType === 'credit') return [];
   const levels = feeType === 'add_on' ? [taxes.customer, taxes.organization] : [taxes.plan, taxes.customer, taxes.organization];
   return levels.find((rates) => rates.length > 0) ?? [];
 }
@@ -66,7 +76,9 @@ export interface ModelFee {
 
 export interface ModelInvoice {
   key: string;
-  invoiceType: 'subscription' | 'one_off';
+  invoiceType: 'subscription' | 'one_off' | 'credit';
+  /** The instant it was generated. */
+  createdAt: number;
   /** When its grace period ends: it is finalized then, unless it was finalized earlier. */
   finalizeAt: number;
   finalizedAt: number | null;
@@ -87,6 +99,8 @@ export interface ModelInvoice {
   wallets: { walletKey: string; amount: Money }[];
   /** What POST .../pay settled (the total), when it was paid that way. */
   payment: Money | null;
+  /** A `credit` invoice: the wallet purchase whose credits its payment brings. */
+  purchase: { wallet: ModelWallet; transaction: ModelWalletTransaction } | null;
 }
 
 export interface ModelWallet {
@@ -100,15 +114,83 @@ export interface ModelWallet {
   expirationAt: number | null;
   /** Its expiration_at when it expired, else when it was terminated. */
   terminatedAt: number | null;
+  createdAt: number;
+  /** Its recurring transaction rules, in the order the API was given them. */
+  rules: ModelRule[];
   /** Every change of the balance, as the wallet's transactions must list it (cents). */
   transactions: ModelWalletTransaction[];
 }
 
+export type TransactionSource = 'manual' | 'interval' | 'threshold';
+
 export interface ModelWalletTransaction {
-  status: 'granted' | 'voided' | 'invoiced';
+  status: 'granted' | 'purchased' | 'voided' | 'invoiced';
+  source: TransactionSource;
+  /** Cents. */
   amount: Money;
-  /** The consuming invoice of an `invoiced` transaction. */
+  /** The credits asked for (granted, purchased, voided); null for a consumption (derived from cents). */
+  credits: Money | null;
+  /** The consuming invoice of an `invoiced` transaction, the credit invoice of a `purchased` one. */
   invoiceKey: string | null;
+  createdAt: number;
+  /** When the credits moved: a purchase when its invoice was paid (null until then); else createdAt. */
+  settledAt: number | null;
+}
+
+/** A recurring transaction rule as the API is given it (api-contract.md, Wallets). */
+export interface RuleInput {
+  trigger: 'interval' | 'threshold';
+  /** interval rules: only monthly here. */
+  interval: 'monthly' | null;
+  thresholdCredits: Money | null;
+  grantedCredits: Money;
+  paidCredits: Money;
+  /** interval rules: the anchor of the anniversaries; null: the wallet's creation. */
+  startedAt: number | null;
+}
+
+export interface ModelRule extends RuleInput {
+  key: string;
+  createdAt: number;
+  /** interval rules: the next run is the first anniversary strictly after this (its creation, then its last run). */
+  after: number;
+}
+
+const sameRule = (a: RuleInput, b: RuleInput): boolean =>
+  a.trigger === b.trigger &&
+  a.interval === b.interval &&
+  (a.thresholdCredits === null
+    ? b.thresholdCredits === null
+    : b.thresholdCredits !== null && a.thresholdCredits.equals(b.thresholdCredits)) &&
+  a.grantedCredits.equals(b.grantedCredits) &&
+  a.paidCredits.equals(b.paidCredits) &&
+  a.startedAt === b.startedAt;
+
+/**
+ * The k-th monthly anniversary of `anchor` in UTC: the same day of the month k months later, the
+ * month's last day when it has fewer days (January 31: February 28, March 31, April 30...), at the
+ * same time of day; each computed from the anchor itself, never from the previous run.
+ */
+export function monthlyAnniversary(anchor: number, k: number): number {
+  const d = new Date(anchor);
+  const month = d.getUTCMonth() + k;
+  const lastDay = new Date(Date.UTC(d.getUTCFullYear(), month + 1, 0)).getUTCDate();
+  return Date.UTC(
+    d.getUTCFullYear(),
+    month,
+    Math.min(d.getUTCDate(), lastDay),
+    d.getUTCHours(),
+    d.getUTCMinutes(),
+    d.getUTCSeconds(),
+    d.getUTCMilliseconds(),
+  );
+}
+
+/** The first anniversary of `anchor` (one month after it at the earliest) strictly after `after`. */
+export function nextAnniversary(anchor: number, after: number): number {
+  let k = 1;
+  while (monthlyAnniversary(anchor, k) <= after) k++;
+  return monthlyAnniversary(anchor, k);
 }
 
 export interface CouponTerms {
@@ -165,6 +247,7 @@ export class FinalizationModel {
   /** Instants of the usage events (count metric). */
   private readonly events: number[] = [];
   private finalized = 0;
+  private rulesMade = 0;
 
   constructor(
     readonly taxes: TaxSetup,
@@ -200,18 +283,65 @@ export class FinalizationModel {
    */
   advanceTo(target: number): void {
     if (target <= this.now) throw new Error(`the model only moves forward (${new Date(target).toISOString()})`);
-    for (let next = this.nextInvoiceEvent(); next <= target; next = this.nextInvoiceEvent()) {
+    for (let next = this.nextEvent(); next <= target; next = this.nextEvent()) {
       this.now = next;
       this.expireWallets(next);
+      // An interval rule's run never falls on an invoice event (the test sees to it).
+      const run = this.nextRuleRun();
+      if (run && run.at === next) {
+        this.runIntervalRule(run.wallet, run.rule);
+        continue;
+      }
       const draft = this.drafts().find((i) => i.finalizeAt === next);
       if (draft) this.finalize(draft);
-      else {
-        this.billPeriod(this.plan!, this.periodStart, next);
+      else if (this.plan && nextMonthStart(this.periodStart) === next) {
+        this.billPeriod(this.plan, this.periodStart, next);
         this.periodStart = next;
       }
+      // Else the run of a wallet that expired at this very instant: it does not happen.
     }
     this.now = target;
     this.expireWallets(target);
+  }
+
+  /** The next instant anything happens by itself: an invoice event or an interval rule's run. */
+  nextEvent(): number {
+    return Math.min(this.nextInvoiceEvent(), this.nextRuleRun()?.at ?? Infinity);
+  }
+
+  /**
+   * The earliest next run of an interval rule of an active wallet (the first in rule order on a
+   * tie). A run at or after the wallet's expiration does not happen: the wallet is terminated by
+   * then (advanceTo expires wallets first).
+   */
+  nextRuleRun(): { at: number; wallet: ModelWallet; rule: ModelRule } | null {
+    let next: { at: number; wallet: ModelWallet; rule: ModelRule } | null = null;
+    for (const wallet of this.wallets) {
+      if (wallet.status !== 'active') continue;
+      for (const rule of wallet.rules) {
+        if (rule.trigger !== 'interval') continue;
+        const at = nextAnniversary(rule.startedAt ?? wallet.createdAt, rule.after);
+        if (next === null || at < next.at) next = { at, wallet, rule };
+      }
+    }
+    return next;
+  }
+
+  /** True when an active wallet has a rule: its top-ups follow consumptions and anniversaries. */
+  hasRules(): boolean {
+    return this.wallets.some((w) => w.status === 'active' && w.rules.length > 0);
+  }
+
+  private runIntervalRule(wallet: ModelWallet, rule: ModelRule): void {
+    rule.after = this.now;
+    this.ruleTopUp(wallet, rule, 'interval');
+  }
+
+  /** A rule's top-up, now: its granted credits at once, its paid credits as a purchase. */
+  private ruleTopUp(wallet: ModelWallet, rule: ModelRule, source: TransactionSource): void {
+    if (wallet.status !== 'active') return;
+    if (rule.grantedCredits.greaterThan(0)) this.grant(wallet, rule.grantedCredits, source);
+    if (rule.paidCredits.greaterThan(0)) this.purchase(wallet, rule.paidCredits, source);
   }
 
   /** The next instant an invoice is generated (a boundary) or finalized (a grace period ends). */
@@ -223,6 +353,15 @@ export class FinalizationModel {
   /** True when an invoice is generated or finalized at instant `t` (as far as is known now). */
   invoiceEventAt(t: number): boolean {
     return nextMonthStart(t - 1) === t || this.drafts().some((i) => i.finalizeAt === t);
+  }
+
+  /** True when an interval rule of an active wallet runs at instant `t` (as far as is known now). */
+  ruleRunAt(t: number): boolean {
+    return this.wallets.some(
+      (w) =>
+        w.status === 'active' &&
+        w.rules.some((r) => r.trigger === 'interval' && r.after < t && nextAnniversary(r.startedAt ?? w.createdAt, t - 1) === t),
+    );
   }
 
   /** When an invoice generated now would be finalized. */
@@ -277,7 +416,20 @@ export class FinalizationModel {
     if (invoice.status !== 'finalized') return refused(400, 'invalid_state_transition');
     invoice.status = 'paid';
     invoice.payment = invoice.total;
+    this.settlePurchase(invoice);
     return OK;
+  }
+
+  /**
+   * A paid `credit` invoice brings its purchase's credits to the wallet, and settles the purchase
+   * now (api-contract.md: the credits reach the balance when that invoice is paid). A wallet
+   * terminated meanwhile gets them too; its balance is no longer consumed anyway.
+   */
+  private settlePurchase(invoice: ModelInvoice): void {
+    if (!invoice.purchase) return;
+    const { wallet, transaction } = invoice.purchase;
+    wallet.balance = wallet.balance.plus(transaction.amount);
+    transaction.settledAt = this.now;
   }
 
   /**
@@ -296,6 +448,7 @@ export class FinalizationModel {
     const invoice: ModelInvoice = {
       key: `invoice-${this.invoices.length + 1}`,
       invoiceType,
+      createdAt: this.now,
       finalizeAt: this.finalizationOfNew(),
       finalizedAt: null,
       sequence: null,
@@ -312,6 +465,7 @@ export class FinalizationModel {
       creditNotes: [],
       wallets: [],
       payment: null,
+      purchase: null,
     };
     this.applyCoupons(invoice, false);
     invoice.total = this.due(invoice);
@@ -330,11 +484,49 @@ export class FinalizationModel {
     this.applyCoupons(invoice, true);
     const due = this.due(invoice);
     const afterNotes = due.minus(this.applyCreditNotes(invoice, due));
-    invoice.total = afterNotes.minus(this.applyWallets(invoice, afterNotes));
+    const crossings: { wallet: ModelWallet; rule: ModelRule }[] = [];
+    invoice.total = afterNotes.minus(this.applyWallets(invoice, afterNotes, crossings));
     invoice.finalizedAt = this.now;
     invoice.sequence = ++this.finalized;
     // billing-rules.md, Invoice pipeline: a total of zero is paid at finalization.
     invoice.status = invoice.total.isZero() ? 'paid' : 'finalized';
+    // Threshold top-ups follow the consumption that crossed, for its instant, once per crossing.
+    for (const { wallet, rule } of crossings) this.ruleTopUp(wallet, rule, 'threshold');
+  }
+
+  /**
+   * A purchase of wallet credits (api-contract.md, Wallets): a `credit` invoice of one `credit` fee
+   * of credits x rate x 100 cents, finalized (numbered) at once whatever the grace period, which
+   * nothing discounts, credits or pays but money: no coupon, credit note or wallet (wallet credits
+   * bought with wallet credits would be no purchase). A total of zero is paid at once, like any.
+   */
+  private issueCredit(cents: Money): ModelInvoice {
+    const amount = feeAmount(cents);
+    const subtotal = wholeCents(amount);
+    const invoice: ModelInvoice = {
+      key: `invoice-${this.invoices.length + 1}`,
+      invoiceType: 'credit',
+      createdAt: this.now,
+      finalizeAt: this.now,
+      finalizedAt: this.now,
+      sequence: ++this.finalized,
+      fees: [{ key: 'credit', feeType: 'credit', amount, tax: ZERO, total: amount, credited: ZERO }],
+      feesAmount: amount,
+      subtotal,
+      taxAmount: ZERO,
+      couponsAmount: ZERO,
+      creditNotesAmount: ZERO,
+      prepaidCredit: ZERO,
+      total: subtotal,
+      status: subtotal.isZero() ? 'paid' : 'finalized',
+      coupons: [],
+      creditNotes: [],
+      wallets: [],
+      payment: null,
+      purchase: null,
+    };
+    this.invoices.push(invoice);
+    return invoice;
   }
 
   private due(invoice: ModelInvoice): Money {
@@ -409,8 +601,11 @@ export class FinalizationModel {
    * "Credit consumption at invoice finalization"). A wallet pays whole cents only: the invoice's
    * prepaid_credit_amount is whole cents (billing-rules.md, Numbers) and a wallet never pays more
    * than it holds, so a fraction of a cent in a balance stays in the wallet.
+   *
+   * Each consumption that takes a wallet's credits from above a threshold rule's threshold_credits
+   * to at or below it is a crossing of that rule (api-contract.md, Wallets): one top-up each.
    */
-  private applyWallets(invoice: ModelInvoice, due: Money): Money {
+  private applyWallets(invoice: ModelInvoice, due: Money, crossings: { wallet: ModelWallet; rule: ModelRule }[]): Money {
     let left = due;
     const order = this.wallets
       .map((wallet, age) => ({ wallet, age }))
@@ -420,8 +615,15 @@ export class FinalizationModel {
       if (!left.greaterThan(0)) break;
       const amount = Money.min(wallet.balance.floor(), left);
       if (!amount.greaterThan(0)) continue;
+      const before = wallet.balance;
       wallet.balance = wallet.balance.minus(amount);
-      wallet.transactions.push({ status: 'invoiced', amount, invoiceKey: invoice.key });
+      wallet.transactions.push(this.transaction('invoiced', 'manual', amount, null, invoice.key));
+      // From above the threshold to at or below it, in credits (cents / (rate x 100), exactly).
+      for (const rule of wallet.rules) {
+        if (rule.trigger !== 'threshold') continue;
+        const threshold = rule.thresholdCredits!.times(wallet.rate).times(100);
+        if (before.greaterThan(threshold) && wallet.balance.lessThanOrEqualTo(threshold)) crossings.push({ wallet, rule });
+      }
       invoice.wallets.push({ walletKey: wallet.key, amount });
       left = left.minus(amount);
     }
@@ -431,38 +633,106 @@ export class FinalizationModel {
 
   // ---- wallets --------------------------------------------------------------------------------
 
-  createWallet(input: { rate: Money; credits: Money; priority: number; expirationAt: number | null }): ModelWallet {
-    const granted = input.credits.times(input.rate).times(100);
+  createWallet(input: {
+    rate: Money;
+    credits: Money;
+    /** Credits bought at creation (POST /v1/wallets paid_credits). */
+    paidCredits?: Money;
+    priority: number;
+    expirationAt: number | null;
+    rules?: readonly RuleInput[];
+  }): ModelWallet {
     const wallet: ModelWallet = {
       key: `wallet-${this.wallets.length + 1}`,
       rate: input.rate,
-      balance: granted,
+      balance: ZERO,
       priority: input.priority,
       status: 'active',
       expirationAt: input.expirationAt,
       terminatedAt: null,
-      transactions: granted.isZero() ? [] : [{ status: 'granted', amount: granted, invoiceKey: null }],
+      createdAt: this.now,
+      rules: [],
+      transactions: [],
     };
     this.wallets.push(wallet);
+    wallet.rules = (input.rules ?? []).map((rule) => this.newRule(rule));
+    if (input.credits.greaterThan(0)) this.grant(wallet, input.credits, 'manual');
+    if (input.paidCredits?.greaterThan(0)) this.purchase(wallet, input.paidCredits, 'manual');
     return wallet;
+  }
+
+  private newRule(input: RuleInput): ModelRule {
+    return { ...input, key: `rule-${++this.rulesMade}`, createdAt: this.now, after: this.now };
   }
 
   /** A granted top-up: credits x rate x 100 cents more, on an active wallet only (api-contract.md). */
   topUp(wallet: ModelWallet, credits: Money): Outcome {
-    if (wallet.status !== 'active') return refused(400, 'wallet_terminated');
-    const cents = credits.times(wallet.rate).times(100);
-    wallet.balance = wallet.balance.plus(cents);
-    wallet.transactions.push({ status: 'granted', amount: cents, invoiceKey: null });
-    return OK;
+    return this.topUpMany(wallet, { granted: credits });
   }
 
   /** voided_credits: taken off the balance at once, never more than the balance (api-contract.md). */
   voidCredits(wallet: ModelWallet, credits: Money): Outcome {
+    return this.topUpMany(wallet, { voided: credits });
+  }
+
+  /**
+   * POST .../top_up with any of granted, paid and voided credits, all or nothing: a terminated
+   * wallet takes none (400), a void of more than the balance (as it is before the request) is 422
+   * and nothing of the request happens. Voids are not consumption: they cross no threshold.
+   */
+  topUpMany(wallet: ModelWallet, credits: { granted?: Money | null; paid?: Money | null; voided?: Money | null }): Outcome {
     if (wallet.status !== 'active') return refused(400, 'wallet_terminated');
+    const voided = credits.voided?.greaterThan(0) ? credits.voided : null;
+    if (voided) {
+      const cents = voided.times(wallet.rate).times(100);
+      if (cents.greaterThan(wallet.balance)) return refused(422, 'validation_error');
+      wallet.balance = wallet.balance.minus(cents);
+      wallet.transactions.push(this.transaction('voided', 'manual', cents, voided, null));
+    }
+    if (credits.granted?.greaterThan(0)) this.grant(wallet, credits.granted, 'manual');
+    if (credits.paid?.greaterThan(0)) this.purchase(wallet, credits.paid, 'manual');
+    return OK;
+  }
+
+  private grant(wallet: ModelWallet, credits: Money, source: TransactionSource): void {
     const cents = credits.times(wallet.rate).times(100);
-    if (cents.greaterThan(wallet.balance)) return refused(422, 'validation_error');
-    wallet.balance = wallet.balance.minus(cents);
-    wallet.transactions.push({ status: 'voided', amount: cents, invoiceKey: null });
+    wallet.balance = wallet.balance.plus(cents);
+    wallet.transactions.push(this.transaction('granted', source, cents, credits, null));
+  }
+
+  /** paid_credits: an unsettled purchase and its credit invoice; the balance waits for the payment. */
+  private purchase(wallet: ModelWallet, credits: Money, source: TransactionSource): void {
+    const cents = credits.times(wallet.rate).times(100);
+    const invoice = this.issueCredit(cents);
+    const transaction = this.transaction('purchased', source, cents, credits, invoice.key);
+    transaction.settledAt = null;
+    wallet.transactions.push(transaction);
+    invoice.purchase = { wallet, transaction };
+    if (invoice.status === 'paid') this.settlePurchase(invoice);
+  }
+
+  private transaction(
+    status: ModelWalletTransaction['status'],
+    source: TransactionSource,
+    amount: Money,
+    credits: Money | null,
+    invoiceKey: string | null,
+  ): ModelWalletTransaction {
+    return { status, source, amount, credits, invoiceKey, createdAt: this.now, settledAt: this.now };
+  }
+
+  /**
+   * PUT recurring_transaction_rules: the list replaces the rules ([] removes them). A rule sent back
+   * as it is (every field equal) is the same rule: its id, its creation, its schedule go on; any
+   * other is new, made now (docs/wallets.md, the service's choice where the contract is silent).
+   */
+  setRules(wallet: ModelWallet, rules: readonly RuleInput[]): Outcome {
+    if (wallet.status !== 'active') return refused(400, 'wallet_terminated');
+    const unused = [...wallet.rules];
+    wallet.rules = rules.map((input) => {
+      const same = unused.findIndex((old) => sameRule(old, input));
+      return same < 0 ? this.newRule(input) : unused.splice(same, 1)[0]!;
+    });
     return OK;
   }
 
