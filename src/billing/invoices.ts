@@ -132,7 +132,9 @@ export function feeRecord(fee: AssembledFee, place: FeePlace) {
     invoice_display_name: fee.invoice_display_name ?? null,
     description: null,
     currency: place.currency,
-    units: money(fee.units),
+    // Exact units (prorated ones: 21/31 of a seat) can have more digits than Decimal128 holds: stored
+    // to its 34 significant digits (the amount was computed from the exact units).
+    units: money(new Dec(fee.units).toSignificantDigits(34)),
     events_count: fee.events_count,
     unit_amount_cents: money(fee.unit_amount_cents),
     amount_cents: money(fee.amount_cents),
@@ -292,6 +294,17 @@ export async function invoiceOverdueAt(
     db.models.Organization.findById(invoice.organization_id, { timezone: 1 }).lean(),
   ]);
   return overdueAt(invoice.payment_due_date, customer?.timezone ?? organization?.timezone ?? 'UTC');
+}
+
+/**
+ * Makes sure an invoice has its workflow: a command that reaches an invoice the moment it is
+ * issued (shown finalized before createInvoice has started its workflow) starts it, as that
+ * would, instead of finding none. A running one is kept, one that ended is not started again.
+ */
+export async function ensureWorkflowOfInvoice(db: Db, temporal: TemporalClient, invoiceId: string): Promise<void> {
+  const invoice = await db.models.Invoice.findById(invoiceId).lean();
+  if (!invoice) return;
+  await ensureInvoiceWorkflow(temporal, invoice, await clockOfCustomerId(db, invoice.customer_id), await invoiceOverdueAt(db, invoice));
 }
 
 /** Starts the invoice's workflow: a running one is kept, one that ended is not started again. */

@@ -351,9 +351,7 @@ export async function createWallet(deps: WalletDeps, input: CreateWalletInput): 
     pending_transactions: entries,
     recurring_transaction_rules: walletRuleDocs(input.rules ?? [], input.at),
     threshold_crossings: [],
-    // The creation instant in the customer's time (its test clock's): the anchor of interval rules.
-    created_at: input.at,
-    updated_at: input.at,
+    opened_at: input.at,
   });
   return recordTopUp(
     deps,
@@ -928,13 +926,13 @@ function thresholdRulesOf(wallet: Pick<WalletDoc, 'recurring_transaction_rules'>
 }
 
 /** The interval rules as the wallet's workflow schedules them: anchored at started_at (else the wallet's creation). */
-export function intervalRulesOf(wallet: Pick<WalletDoc, 'recurring_transaction_rules' | 'created_at'>): WalletIntervalRule[] {
+export function intervalRulesOf(wallet: Pick<WalletDoc, 'recurring_transaction_rules' | 'created_at' | 'opened_at'>): WalletIntervalRule[] {
   return (wallet.recurring_transaction_rules ?? [])
     .filter((r) => r.trigger === 'interval' && r.interval)
     .map((r) => ({
       id: r.id,
       interval: r.interval!,
-      startedAt: (r.started_at ?? wallet.created_at).toISOString(),
+      startedAt: (r.started_at ?? wallet.opened_at ?? wallet.created_at).toISOString(),
       after: r.created_at.toISOString(),
     }));
 }

@@ -724,6 +724,25 @@ describe('lifecycle transitions through the API', () => {
   });
 });
 
+describe('a command reaching an invoice before its workflow', () => {
+  it('pays a finalized invoice whose workflow is not started yet (started by the command, as its creation would)', async () => {
+    const org = await newOrg({ invoice_grace_period: 0 });
+    const customer = await newCustomer(org);
+    const issued = await waitForInvoice(org, (await oneOff(org, customer.id, [{ description: 'Work', unit_price: '700' }])).id, [
+      'finalized',
+    ]);
+    // The same invoice record under another id, as createInvoice leaves it between writing the
+    // finalized record and starting its workflow.
+    const record = (await stack.db.models.Invoice.findById(issued.id).lean())!;
+    const id = randomUUID();
+    await stack.db.models.Invoice.create({ ...record, _id: id, idempotency_key: `copy/${id}`, number: `${record.number}-COPY` });
+    await expect(stack.temporal.client.workflow.getHandle(`invoice/${id}`).describe()).rejects.toThrow();
+
+    const paid = ok<InvoiceResource>(await action(org, id, 'pay'));
+    expect(paid).toMatchObject({ id, status: 'paid', payment_status: 'succeeded', total: s4(700) });
+  });
+});
+
 describe('numbering', () => {
   it('drafts carry <PREFIX>-DRAFT-<first 8 hex digits of the id, lowercase as in the id>; finalization numbers <PREFIX>-000001, -000002 ... in finalization order, with no gap for a deleted draft', async () => {
     const org = await newOrg({ invoice_grace_period: 30 });

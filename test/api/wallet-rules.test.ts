@@ -84,6 +84,9 @@ describe('recurring_transaction_rules on the wallet', () => {
         { trigger: 'threshold', threshold_credits: '5.5', paid_credits: 20 },
       ],
     });
+    // The rules are made at the wallet's creation instant (the default anchor of interval rules).
+    const opened = created.recurring_transaction_rules[0]!.created_at;
+    expect(Math.abs(Date.parse(opened) - Date.parse(created.created_at))).toBeLessThan(5000);
     expect(created.recurring_transaction_rules).toEqual([
       {
         id: expect.any(String),
@@ -93,7 +96,7 @@ describe('recurring_transaction_rules on the wallet', () => {
         paid_credits: '0.0000',
         granted_credits: '10.0000',
         started_at: '2030-01-31T10:00:00.000Z',
-        created_at: created.created_at,
+        created_at: opened,
       },
       {
         id: expect.any(String),
@@ -103,7 +106,7 @@ describe('recurring_transaction_rules on the wallet', () => {
         paid_credits: '20.0000',
         granted_credits: '0.0000',
         started_at: null,
-        created_at: created.created_at,
+        created_at: opened,
       },
     ]);
     const handle = stack.temporal.client.workflow.getHandle(workflowIds.wallet(created.id));
@@ -120,8 +123,7 @@ describe('recurring_transaction_rules on the wallet', () => {
     expect(weekly).toMatchObject({ trigger: 'interval', interval: 'weekly', paid_credits: '1.0000', started_at: null });
     // Anchored at the wallet's creation: the first weekly anniversary after the rule was made.
     const week = 7 * 86_400_000;
-    const expected =
-      Date.parse(created.created_at) + week * (Math.floor((Date.parse(weekly.created_at) - Date.parse(created.created_at)) / week) + 1);
+    const expected = Date.parse(opened) + week * (Math.floor((Date.parse(weekly.created_at) - Date.parse(opened)) / week) + 1);
     await eventually(async () => {
       const runs = (await handle.query(walletStateQuery)).nextRuns;
       return runs?.length === 1 && runs[0]!.ruleId === weekly.id ? runs : undefined;

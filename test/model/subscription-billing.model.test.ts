@@ -6,6 +6,15 @@
 // test clocks, and after every step compares every invoice, fee and credit note the service issued
 // with the reference model of subscription-model.ts (billing-rules.md, lago-reference.md §3).
 //
+// The catalog's `usage` family (plans change only within their family) adds usage charges paid in
+// advance on a count and a sum (each event billed when it arrives), on the recurring `seats`
+// (carried units billed at each period start), prorated in advance and prorated in arrear
+// (api-contract.md, Invoices; lago-reference.md §2.10; docs/usage-charges.md). Left out of it:
+// trials (whether a trial holds back usage billed in advance is not specified), and, behind
+// AVOID.upgradesWithChargesInAdvance, upgrades inside a period from or to a plan with charges in
+// advance, and plans with a prorated charge in arrear (see AVOID). Downgrades (at a boundary),
+// cancellations and terminations are generated.
+//
 // Runs: MODEL_RUNS (default 200) scenarios generated from one seed, several at a time (each has
 // its own clock and customer, so they are independent). The first failing one is replayed through
 // fc.assert with its seed and path, which shrinks it. To replay: FC_SEED=<seed> (the same runs), or
@@ -15,8 +24,50 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrganization, createTestStack, type TestStack } from '../support/stack';
 import { startStackWorker, type StackWorker } from '../support/worker';
-import { CATALOG, createCatalog, runScenario, type CreateSpec, type DriverContext, type Scenario, type Step } from './subscription-driver';
+import {
+  CATALOG,
+  createCatalog,
+  hasProratedInArrear,
+  runScenario,
+  type CreateSpec,
+  type DriverContext,
+  type Scenario,
+  type Step,
+} from './subscription-driver';
 import type { TerminationAction } from './subscription-model';
+
+/**
+ * Patterns left out of generation while the service bug they trigger is open; set to false once
+ * it is fixed (the model then holds the service to what it expects of them).
+ */
+const AVOID = {
+  /**
+   * Fixed (the close now bills missed in-advance events of the plan's own segment only); set back
+   * to true to leave the pattern out if it returns. An upgrade inside a period from or to a plan with charges paid in advance (the driver skips
+   * the change step). The period's close bills "missed" in-advance events of the new plan's
+   * charges from the period start, not from the upgrade: events before the upgrade (already billed
+   * by the old plan, in advance or in arrear) are billed a second time. Also unspecified: which of
+   * the period's events before the upgrade a recurring in-advance charge of the new plan counts.
+   */
+  upgradesWithChargesInAdvance: false,
+  /**
+   * Fixed (a fee's units are stored to Decimal128's 34 significant digits). Plans with a prorated charge in arrear (never created, the driver skips changes to them). Its
+   * fee's units are exact (api-contract.md: only the fee is rounded), so a non-terminating ratio
+   * (+1 seat for 21 of 31 days: 0.67741935…) has 40 significant digits, which Decimal128 refuses
+   * ("inexact rounding", src/db/decimal.ts toDecimal128 from feeRecord): the billing step fails
+   * on every retry, the subscription's workflow never gets past it (the clock never ready, a plan
+   * change never answered). A fixed case below whose units all terminate covers them meanwhile.
+   */
+  proratedInArrear: false,
+  /**
+   * Fixed (an invoice command that finds no workflow starts it and asks again). Paying an in-advance event's invoice the moment it shows finalized (the driver pays it again
+   * a moment later): createInvoice finalizes the document before it starts the invoice's
+   * workflow, and POST /v1/invoices/{id}/pay in between answers 500 (WorkflowNotFoundError
+   * invoice/<id>). The clock's readiness covers the other invoices; an event's is issued by the
+   * subscription's workflow on the events API's signal, outside it.
+   */
+  payingAnEventInvoiceAsItIsIssued: false,
+};
 
 const RUNS = Number(process.env.MODEL_RUNS ?? 200);
 const SEED = process.env.FC_SEED !== undefined ? Number(process.env.FC_SEED) : Math.floor(Math.random() * 2 ** 31);
@@ -46,102 +97,135 @@ const ACTIONS: TerminationAction[] = ['generate_invoice', 'generate_credit_note'
 
 const actionArb = fc.option(fc.constantFrom(...ACTIONS), { nil: null });
 
-const createArb: fc.Arbitrary<CreateSpec> = fc.record({
-  plan: fc.constantFrom(...CATALOG.filter((p) => p.currency === 'USD').map((p) => p.key)),
-  billingTime: fc.constantFrom('calendar' as const, 'anniversary' as const),
-  payInAdvance: fc.boolean(),
-  trialDays: fc.oneof(
-    { weight: 2, arbitrary: fc.constant(null) },
-    { weight: 3, arbitrary: fc.constant(0) },
-    { weight: 2, arbitrary: fc.integer({ min: 1, max: 40 }) },
-  ),
-  timezone: fc.constantFrom(...TIMEZONES),
-  start: fc.oneof(
-    fc.record({
-      year: fc.integer({ min: 2030, max: 2032 }),
-      month: fc.integer({ min: 1, max: 12 }),
-      // Month ends (clamped anniversaries), first days (calendar boundaries) and anything else.
-      day: fc.oneof(fc.constantFrom(1, 28, 29, 30, 31), fc.integer({ min: 1, max: 31 })),
-      hour: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 23 })),
-      minute: fc.constantFrom(0, 30, 59),
-    }),
-    // Days around DST changes (New York, Santiago's missing midnight) and a leap day.
-    fc
-      .record({
-        date: fc.constantFrom(
-          { year: 2030, month: 3, day: 9 },
-          { year: 2030, month: 11, day: 2 },
-          { year: 2030, month: 9, day: 7 },
-          { year: 2030, month: 9, day: 8 },
-          { year: 2030, month: 4, day: 6 },
-          { year: 2032, month: 2, day: 29 },
-          { year: 2031, month: 12, day: 31 },
-        ),
-        hour: fc.integer({ min: 0, max: 23 }),
-        minute: fc.constantFrom(0, 30),
-      })
-      .map(({ date, hour, minute }) => ({ ...date, hour, minute })),
-  ),
-  startOffsetHours: fc.oneof(
-    { weight: 6, arbitrary: fc.constant(0) },
-    { weight: 1, arbitrary: fc.integer({ min: -24 * 70, max: -1 }) },
-    { weight: 1, arbitrary: fc.integer({ min: 1, max: 72 }) },
-  ),
-  onTerminationAction: actionArb,
-});
+const usagePlans = new Set(CATALOG.filter((p) => p.family === 'usage').map((p) => p.key));
+const createdPlans = (family: 'classic' | 'usage') =>
+  CATALOG.filter((p) => p.currency === 'USD' && p.family === family && !(AVOID.proratedInArrear && hasProratedInArrear(p))).map(
+    (p) => p.key,
+  );
 
-const eventArb = fc.record({
-  metric: fc.constantFrom('calls' as const, 'gb' as const),
-  // The segment's first instant and the present are edges of their own.
-  position: fc.oneof(
-    fc.constantFrom(0, 1),
-    fc.integer({ min: 0, max: 1000 }).map((n) => n / 1000),
-  ),
-  gb: fc.constantFrom('1', '2.5', '0.3333', '10', '0'),
-});
+const createArb = (family: 'classic' | 'usage'): fc.Arbitrary<CreateSpec> =>
+  fc
+    .record({
+      plan: fc.constantFrom(...createdPlans(family)),
+      billingTime: fc.constantFrom('calendar' as const, 'anniversary' as const),
+      payInAdvance: fc.boolean(),
+      trialDays: fc.oneof(
+        { weight: 2, arbitrary: fc.constant(null) },
+        { weight: 3, arbitrary: fc.constant(0) },
+        { weight: 2, arbitrary: fc.integer({ min: 1, max: 40 }) },
+      ),
+      timezone: fc.constantFrom(...TIMEZONES),
+      start: fc.oneof(
+        fc.record({
+          year: fc.integer({ min: 2030, max: 2032 }),
+          month: fc.integer({ min: 1, max: 12 }),
+          // Month ends (clamped anniversaries), first days (calendar boundaries) and anything else.
+          day: fc.oneof(fc.constantFrom(1, 28, 29, 30, 31), fc.integer({ min: 1, max: 31 })),
+          hour: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 23 })),
+          minute: fc.constantFrom(0, 30, 59),
+        }),
+        // Days around DST changes (New York, Santiago's missing midnight) and a leap day.
+        fc
+          .record({
+            date: fc.constantFrom(
+              { year: 2030, month: 3, day: 9 },
+              { year: 2030, month: 11, day: 2 },
+              { year: 2030, month: 9, day: 7 },
+              { year: 2030, month: 9, day: 8 },
+              { year: 2030, month: 4, day: 6 },
+              { year: 2032, month: 2, day: 29 },
+              { year: 2031, month: 12, day: 31 },
+            ),
+            hour: fc.integer({ min: 0, max: 23 }),
+            minute: fc.constantFrom(0, 30),
+          })
+          .map(({ date, hour, minute }) => ({ ...date, hour, minute })),
+      ),
+      startOffsetHours: fc.oneof(
+        { weight: 6, arbitrary: fc.constant(0) },
+        { weight: 1, arbitrary: fc.integer({ min: -24 * 70, max: -1 }) },
+        { weight: 1, arbitrary: fc.integer({ min: 1, max: 72 }) },
+      ),
+      onTerminationAction: actionArb,
+    })
+    // The usage plans have no trial, and none is asked for them (left out: see the file's header).
+    .map((spec) => (usagePlans.has(spec.plan) ? { ...spec, trialDays: 0 } : spec));
+
+// Seats (no plan of the classic family charges them) mostly on the usage family.
+const eventArb = (seatsWeight: number) =>
+  fc.record({
+    metric: fc.oneof(
+      { weight: 3, arbitrary: fc.constant('calls' as const) },
+      { weight: 3, arbitrary: fc.constant('gb' as const) },
+      { weight: seatsWeight, arbitrary: fc.constant('seats' as const) },
+    ),
+    // The segment's first instant and the present are edges of their own.
+    position: fc.oneof(
+      fc.constantFrom(0, 1),
+      fc.integer({ min: 0, max: 1000 }).map((n) => n / 1000),
+    ),
+    gb: fc.constantFrom('1', '2.5', '0.3333', '10', '0'),
+    // Seats added, and removed (never below 0 in all: the driver holds the total there).
+    seats: fc.constantFrom(1, 1, 2, 3, -1, -2),
+  });
 
 // About as many commands as waits, so that changes meet trial ends, boundaries and each other.
-const stepArb: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 3, arbitrary: fc.record({ op: fc.constant('wait_hours' as const), hours: fc.integer({ min: 1, max: 36 }) }) },
-  // At the boundary instant itself, or some hours into its first day (when usage can follow).
-  {
-    weight: 4,
-    arbitrary: fc.record({
-      op: fc.constant('wait_boundary' as const),
-      hours: fc.oneof({ weight: 1, arbitrary: fc.constant(0) }, { weight: 2, arbitrary: fc.integer({ min: 1, max: 23 }) }),
-    }),
-  },
-  {
-    weight: 2,
-    arbitrary: fc.record({
-      op: fc.constant('wait_days' as const),
-      days: fc.integer({ min: 1, max: 10 }),
-      hour: fc.integer({ min: 0, max: 23 }),
-    }),
-  },
-  {
-    weight: 1,
-    arbitrary: fc.record({
-      op: fc.constant('wait_periods' as const),
-      periods: fc.integer({ min: 2, max: 4 }),
-      hours: fc.integer({ min: 0, max: 12 }),
-    }),
-  },
-  {
-    weight: 2,
-    arbitrary: fc.record({
-      op: fc.constant('wait_trial_end' as const),
-      minutes: fc.oneof(fc.constant(0), fc.integer({ min: -180, max: 180 })),
-    }),
-  },
-  { weight: 6, arbitrary: fc.record({ op: fc.constant('events' as const), events: fc.array(eventArb, { minLength: 1, maxLength: 6 }) }) },
-  { weight: 6, arbitrary: fc.record({ op: fc.constant('change' as const), plan: fc.nat({ max: 11 }) }) },
-  { weight: 1, arbitrary: fc.constant({ op: 'change_currency' as const }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('cancel' as const), action: actionArb }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('terminate' as const), action: actionArb }) },
-);
+// On the usage family, twice as many events steps (billed as they arrive, across boundaries).
+const stepArb = (family: 'classic' | 'usage'): fc.Arbitrary<Step> =>
+  fc.oneof(
+    { weight: 3, arbitrary: fc.record({ op: fc.constant('wait_hours' as const), hours: fc.integer({ min: 1, max: 36 }) }) },
+    // At the boundary instant itself, or some hours into its first day (when usage can follow).
+    {
+      weight: 4,
+      arbitrary: fc.record({
+        op: fc.constant('wait_boundary' as const),
+        hours: fc.oneof({ weight: 1, arbitrary: fc.constant(0) }, { weight: 2, arbitrary: fc.integer({ min: 1, max: 23 }) }),
+      }),
+    },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        op: fc.constant('wait_days' as const),
+        days: fc.integer({ min: 1, max: 10 }),
+        hour: fc.integer({ min: 0, max: 23 }),
+      }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        op: fc.constant('wait_periods' as const),
+        periods: fc.integer({ min: 2, max: 4 }),
+        hours: fc.integer({ min: 0, max: 12 }),
+      }),
+    },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        op: fc.constant('wait_trial_end' as const),
+        minutes: fc.oneof(fc.constant(0), fc.integer({ min: -180, max: 180 })),
+      }),
+    },
+    {
+      weight: family === 'usage' ? 12 : 6,
+      arbitrary: fc.record({
+        op: fc.constant('events' as const),
+        events: fc.array(eventArb(family === 'usage' ? 4 : 1), { minLength: 1, maxLength: 6 }),
+      }),
+    },
+    { weight: 6, arbitrary: fc.record({ op: fc.constant('change' as const), plan: fc.nat({ max: 11 }) }) },
+    { weight: 1, arbitrary: fc.constant({ op: 'change_currency' as const }) },
+    { weight: 1, arbitrary: fc.record({ op: fc.constant('cancel' as const), action: actionArb }) },
+    { weight: 1, arbitrary: fc.record({ op: fc.constant('terminate' as const), action: actionArb }) },
+  );
 
-const scenarioArb: fc.Arbitrary<Scenario> = fc.record({ create: createArb, steps: fc.array(stepArb, { minLength: 2, maxLength: 20 }) });
+const scenarioOf = (family: 'classic' | 'usage'): fc.Arbitrary<Scenario> =>
+  fc.record({ create: createArb(family), steps: fc.array(stepArb(family), { minLength: 2, maxLength: 20 }) });
+
+// A third of the runs on the usage family.
+const scenarioArb: fc.Arbitrary<Scenario> = fc.oneof(
+  { weight: 2, arbitrary: scenarioOf('classic') },
+  { weight: 1, arbitrary: scenarioOf('usage') },
+);
 
 // ---- fixed cases ----------------------------------------------------------------------------
 
@@ -157,8 +241,11 @@ const base: CreateSpec = {
   onTerminationAction: null,
 };
 
-/** Cases kept whatever the seed: the issue's examples, edges that random runs reach rarely, and the bugs the model found. */
-const REGRESSIONS: { name: string; scenario: Scenario }[] = [
+/**
+ * Cases kept whatever the seed: the issue's examples, edges that random runs reach rarely, and the
+ * bugs the model found. One with `open` reproduces a bug still open: it runs once AVOID[open] is false.
+ */
+const REGRESSIONS: { name: string; scenario: Scenario; open?: keyof typeof AVOID }[] = [
   {
     name: 'issue 12: an upgrade on the start day in advance credits the first fee and bills the new plan (800, then 1600)',
     scenario: { create: { ...base, payInAdvance: true, start: at(2030, 1, 24, 9) }, steps: [{ op: 'change', plan: 1 }] },
@@ -315,6 +402,131 @@ const REGRESSIONS: { name: string; scenario: Scenario }[] = [
       ],
     },
   },
+  {
+    name: 'usage: a count and a sum in advance, each event on an invoice of its own, a 0 GB event a fee without one, nothing again at the period end',
+    scenario: {
+      create: { ...base, plan: 'm-adv', start: at(2030, 3, 1) },
+      steps: [
+        { op: 'wait_days', days: 9, hour: 10 },
+        {
+          op: 'events',
+          events: [
+            { metric: 'gb', position: 0.7, gb: '0.3333' },
+            { metric: 'calls', position: 0.5, gb: '1' },
+            { metric: 'gb', position: 0.2, gb: '0' },
+            { metric: 'gb', position: 1, gb: '0.3333' },
+          ],
+        },
+        { op: 'wait_boundary', hours: 2 },
+      ],
+    },
+  },
+  {
+    name: 'usage: seats in advance, +2 +1 -1 +1 (not billed twice), the carried seats billed in full on the boundary invoice',
+    scenario: {
+      create: { ...base, plan: 'm-seats', payInAdvance: true, start: at(2030, 3, 1, 9) },
+      steps: [
+        { op: 'wait_days', days: 10, hour: 12 },
+        {
+          op: 'events',
+          events: [
+            { metric: 'seats', position: 0, gb: '1', seats: 2 },
+            { metric: 'seats', position: 0.5, gb: '1', seats: 1 },
+            { metric: 'seats', position: 0.7, gb: '1', seats: -1 },
+            { metric: 'seats', position: 0.9, gb: '1', seats: 1 },
+            { metric: 'gb', position: 1, gb: '10' },
+          ],
+        },
+        { op: 'wait_boundary', hours: 3 },
+        { op: 'events', events: [{ metric: 'seats', position: 1, gb: '1', seats: 1 }] },
+        { op: 'wait_boundary', hours: 0 },
+      ],
+    },
+  },
+  {
+    name: 'usage: prorated seats in advance for the days left, then a downgrade: the carried seats on an invoice of their own at the switch',
+    scenario: {
+      create: { ...base, plan: 'm-aseats', timezone: 'America/New_York', start: at(2030, 3, 11, 8) },
+      steps: [
+        { op: 'events', events: [{ metric: 'seats', position: 1, gb: '1', seats: 2 }] },
+        { op: 'wait_days', days: 5, hour: 23 },
+        { op: 'events', events: [{ metric: 'seats', position: 1, gb: '1', seats: 1 }] },
+        { op: 'change', plan: 3 },
+        { op: 'wait_boundary', hours: 1 },
+        { op: 'events', events: [{ metric: 'seats', position: 1, gb: '1', seats: 3 }] },
+        { op: 'wait_boundary', hours: 1 },
+      ],
+    },
+  },
+  {
+    // Every ratio terminates (15 of April's 30 days, whole periods, 15 of June's 30), so the fees
+    // are stored despite the bug AVOID.proratedInArrear names.
+    name: 'usage: prorated seats in arrear, weighted by their days across an upgrade, a boundary and a termination',
+    scenario: {
+      create: { ...base, plan: 'm-pseats', start: at(2030, 4, 1) },
+      allow: { proratedInArrear: true },
+      steps: [
+        // 2 seats from April 1 (30 of 30 days), 1 call.
+        {
+          op: 'events',
+          events: [
+            { metric: 'seats', position: 0, gb: '1', seats: 2 },
+            { metric: 'calls', position: 0, gb: '1' },
+          ],
+        },
+        // Upgraded on April 16: the old segment has 2 x 15/30 = 1 seat.
+        { op: 'wait_days', days: 15, hour: 10 },
+        { op: 'change', plan: 2 },
+        // +2 -1 on April 16: (2 x 15 + 2 x 15 - 1 x 15) / 30 = 1.5 seats on the new plan.
+        {
+          op: 'events',
+          events: [
+            { metric: 'seats', position: 1, gb: '1', seats: 2 },
+            { metric: 'seats', position: 1, gb: '1', seats: -1 },
+          ],
+        },
+        { op: 'wait_boundary', hours: 0 },
+        // May: 3 carried seats, the whole month.
+        { op: 'wait_boundary', hours: 0 },
+        // Terminated on June 15: 3 x 15/30 = 1.5 seats.
+        { op: 'wait_days', days: 14, hour: 12 },
+        { op: 'terminate', action: 'generate_invoice' },
+      ],
+    },
+  },
+  {
+    // Expected: at April 1 one invoice, base fee 2000 and seats 21/31 = 0.6774 units (events 1),
+    // 333.33 x 21/31 = 225.8042. Seen: the boundary step fails on every retry (BSONError
+    // "0.6774193548387096774193548387096774193548" is not a valid Decimal128 string - inexact
+    // rounding), the clock never gets ready.
+    name: 'bug (fixed): a prorated seat in arrear for 21 of 31 days is invoiced at the period end',
+    open: 'proratedInArrear',
+    scenario: {
+      create: { ...base, plan: 'm-pseats', start: at(2030, 3, 1) },
+      steps: [
+        { op: 'wait_days', days: 10, hour: 10 },
+        { op: 'events', events: [{ metric: 'seats', position: 1, gb: '1', seats: 1 }] },
+        { op: 'wait_boundary', hours: 0 },
+      ],
+    },
+  },
+  {
+    // Expected: the call of March 3 is billed once, in arrear on the old plan's segment invoice at
+    // the upgrade (1.0000); the call of March 10 in advance (2.5000); April 1 bills no call again.
+    name: 'bug (fixed): an upgrade to a plan charging calls in advance; the period close bills the calls before it again',
+    open: 'upgradesWithChargesInAdvance',
+    scenario: {
+      create: { ...base, plan: 'm-pseats', start: at(2030, 3, 1) },
+      steps: [
+        { op: 'wait_days', days: 4, hour: 10 },
+        { op: 'events', events: [{ metric: 'calls', position: 0.5, gb: '1' }] },
+        { op: 'wait_days', days: 5, hour: 10 },
+        { op: 'change', plan: 1 },
+        { op: 'events', events: [{ metric: 'calls', position: 1, gb: '1' }] },
+        { op: 'wait_boundary', hours: 0 },
+      ],
+    },
+  },
 ];
 
 // ---- the stack ------------------------------------------------------------------------------
@@ -338,6 +550,7 @@ beforeAll(async () => {
     headers: org.headers,
     orgTimezone: ORG_TIMEZONE,
     ...(await createCatalog(stack.app, org.headers)),
+    leaveOut: { ...AVOID },
     assertAlive: () => worker.assertAlive(),
   };
 }, 120_000);
@@ -423,9 +636,14 @@ describe('subscription billing against its reference model', () => {
     Math.max(30 * 60_000, RUNS * 3_000) + SHRINK_MS,
   );
 
-  it.concurrent.each(REGRESSIONS)('$name', async ({ scenario }) => {
-    await runScenario(ctx, scenario);
-  });
+  // Beside the generated runs on a busy machine, a long case takes more than vitest's default minute.
+  it.concurrent.each(REGRESSIONS.filter((r) => r.open === undefined || !AVOID[r.open]))(
+    '$name',
+    async ({ scenario }) => {
+      await runScenario(ctx, scenario);
+    },
+    5 * 60_000,
+  );
 
   it('generates every kind of step (a check of the generators, not of the service)', () => {
     const kinds = new Set(fc.sample(scenarioArb, { seed: SEED, numRuns: 200 }).flatMap((s) => s.steps.map((step) => step.op)));

@@ -15,11 +15,13 @@ import type { SubscriptionResource } from '../../src/resources/subscription';
 import type { TestClockResource } from '../../src/resources/test-clock';
 import {
   SubscriptionModel,
+  billedPerEvent,
   localDate,
   type BillingTime,
   type CommandOutcome,
   type Interval,
   type MetricCode,
+  type ModelEvent,
   type ModelFee,
   type ModelPlan,
   type TerminationAction,
@@ -35,14 +37,26 @@ type Headers = Record<string, string>;
 
 // ---- the catalog ----------------------------------------------------------------------------
 
-const usd = (key: string, interval: Interval, amountCents: number, trialDays: number, charges: ModelPlan['charges']): ModelPlan => ({
+const usd = (
+  key: string,
+  interval: Interval,
+  amountCents: number,
+  trialDays: number,
+  charges: ModelPlan['charges'],
+  family: ModelPlan['family'] = 'classic',
+): ModelPlan => ({
   key,
   interval,
   amountCents,
   currency: 'USD',
   trialDays,
   charges,
+  family,
 });
+
+/** A plan of the `usage` family: no trial (left out: see subscription-billing.model.test.ts). */
+const usage = (key: string, interval: Interval, amountCents: number, charges: ModelPlan['charges']) =>
+  usd(key, interval, amountCents, 0, charges, 'usage');
 
 /**
  * Per interval: amounts above, below and equal to each other (an equal yearly amount is an
@@ -88,12 +102,67 @@ export const CATALOG: readonly ModelPlan[] = [
     currency: 'EUR',
     trialDays: 0,
     charges: [],
+    family: 'classic',
   })),
+  // The usage family: charges paid in advance on a count and a sum (each event billed when it
+  // arrives), on the recurring `seats` (carried units billed at each period start), prorated in
+  // advance (new seats for the days left) and in arrear (seats weighted by their days). Prices of
+  // at most 2 decimals where proration divides (no half-way case at the 5th decimal), 4 elsewhere.
+  // Per interval, plans with no charge in advance too, so that upgrades between them are generated.
+  usage('w-pseats', 'weekly', 700, [{ metric: 'seats', amount: '70', prorated: true }]),
+  usage('w-adv', 'weekly', 1000, [
+    { metric: 'calls', amount: '5', payInAdvance: true },
+    { metric: 'gb', amount: '2' },
+  ]),
+  usage('w-seats', 'weekly', 1500, [
+    { metric: 'seats', amount: '100', payInAdvance: true },
+    { metric: 'calls', amount: '1', payInAdvance: true },
+  ]),
+  usage('w-aseats', 'weekly', 2000, [
+    { metric: 'seats', amount: '70', payInAdvance: true, prorated: true },
+    { metric: 'gb', amount: '1.5', payInAdvance: true },
+  ]),
+  usage('m-pseats', 'monthly', 2000, [
+    { metric: 'seats', amount: '333.33', prorated: true },
+    { metric: 'calls', amount: '1' },
+  ]),
+  usage('m-adv', 'monthly', 3000, [
+    { metric: 'calls', amount: '2.5', payInAdvance: true },
+    { metric: 'gb', amount: '1.25', payInAdvance: true },
+  ]),
+  usage('m-rseats', 'monthly', 3500, [{ metric: 'seats', amount: '500', prorated: true }]),
+  usage('m-seats', 'monthly', 4000, [
+    { metric: 'seats', amount: '1000', payInAdvance: true },
+    { metric: 'gb', amount: '0.5' },
+  ]),
+  usage('m-aseats', 'monthly', 5000, [{ metric: 'seats', amount: '1000', payInAdvance: true, prorated: true }]),
+  usage('q-pseats', 'quarterly', 9000, [
+    { metric: 'seats', amount: '250', prorated: true },
+    { metric: 'calls', amount: '1', payInAdvance: true },
+  ]),
+  usage('q-aseats', 'quarterly', 12000, [
+    { metric: 'seats', amount: '300', payInAdvance: true, prorated: true },
+    { metric: 'gb', amount: '0.75', payInAdvance: true },
+  ]),
+  usage('y-pseats', 'yearly', 50000, [{ metric: 'seats', amount: '1000', prorated: true }]),
+  usage('y-seats', 'yearly', 100000, [
+    { metric: 'seats', amount: '1200', payInAdvance: true },
+    { metric: 'gb', amount: '3', payInAdvance: true },
+  ]),
 ];
 
-/** The plans a subscription of `interval` may change to (its currency, its interval). */
-export function plansOf(interval: Interval): ModelPlan[] {
-  return CATALOG.filter((p) => p.interval === interval && p.currency === 'USD');
+/** Patterns the driver leaves out while the service bug they trigger is open (the test's AVOID). */
+export interface LeftOut {
+  upgradesWithChargesInAdvance: boolean;
+  proratedInArrear: boolean;
+  payingAnEventInvoiceAsItIsIssued: boolean;
+}
+
+export const hasProratedInArrear = (plan: ModelPlan) => plan.charges.some((c) => c.prorated === true && !billedPerEvent(c));
+
+/** The plans a subscription on `plan` may change to: its interval, its currency, its family. */
+export function plansOf(plan: ModelPlan): ModelPlan[] {
+  return CATALOG.filter((p) => p.interval === plan.interval && p.currency === 'USD' && p.family === plan.family);
 }
 
 const eurPlanOf = (interval: Interval) => CATALOG.find((p) => p.interval === interval && p.currency === 'EUR')!;
@@ -125,9 +194,13 @@ export type Step =
   /** Across several periods: `hours` after the end of the `periods`-th period from now. */
   | { op: 'wait_periods'; periods: number; hours: number }
   | { op: 'wait_trial_end'; minutes: number }
-  /** `position` in [0, 1] places each event between the open segment's start (0) and now (1). */
-  | { op: 'events'; events: { metric: MetricCode; position: number; gb: string }[] }
-  /** An index into plansOf(interval): a higher, lower or equal amount, or the current plan. */
+  /**
+   * `position` in [0, 1] places each event between the open segment's start (0) and now (1).
+   * `seats` (default 1): what a `seats` event adds (negative: removes), held so that the seats
+   * sent so far never total below 0.
+   */
+  | { op: 'events'; events: { metric: MetricCode; position: number; gb: string; seats?: number }[] }
+  /** An index into plansOf(the current plan): a higher, lower or equal amount, or the current plan. */
   | { op: 'change'; plan: number }
   | { op: 'change_currency' }
   | { op: 'cancel'; action: TerminationAction | null }
@@ -136,6 +209,8 @@ export type Step =
 export interface Scenario {
   create: CreateSpec;
   steps: Step[];
+  /** What a fixed case lets through of what the driver leaves out (ctx.leaveOut), e.g. a case made to miss the bug. */
+  allow?: Partial<LeftOut>;
 }
 
 // ---- the driver -----------------------------------------------------------------------------
@@ -147,6 +222,7 @@ export interface DriverContext {
   /** Model plan key -> plan id, and charge id -> metric code. */
   planIds: Map<string, string>;
   chargeMetrics: Map<string, MetricCode>;
+  leaveOut: LeftOut;
   assertAlive(): void;
 }
 
@@ -169,6 +245,19 @@ export async function createCatalog(app: FastifyInstance, headers: Headers): Pro
     (await request<BillableMetricResource>('/v1/billable_metrics', { code: 'gb', name: 'GB', aggregation_type: 'sum', field_name: 'gb' }))
       .id,
   );
+  metrics.set(
+    'seats',
+    (
+      await request<BillableMetricResource>('/v1/billable_metrics', {
+        code: 'seats',
+        name: 'Seats',
+        aggregation_type: 'sum',
+        field_name: 'seats',
+        recurring: true,
+      })
+    ).id,
+  );
+  const metricOf = new Map([...metrics].map(([code, id]) => [id, code]));
   const planIds = new Map<string, string>();
   const chargeMetrics = new Map<string, MetricCode>();
   for (const plan of CATALOG) {
@@ -183,12 +272,12 @@ export async function createCatalog(app: FastifyInstance, headers: Headers): Pro
         billable_metric_id: metrics.get(c.metric)!,
         charge_model: 'standard',
         properties: { amount: c.amount },
+        ...(c.payInAdvance ? { pay_in_advance: true } : {}),
+        ...(c.prorated ? { prorated: true } : {}),
       })),
     });
     planIds.set(plan.key, created.id);
-    for (const charge of created.charges) {
-      chargeMetrics.set(charge.id, charge.billable_metric_id === metrics.get('calls') ? 'calls' : 'gb');
-    }
+    for (const charge of created.charges) chargeMetrics.set(charge.id, metricOf.get(charge.billable_metric_id)!);
   }
   return { planIds, chargeMetrics };
 }
@@ -237,6 +326,7 @@ class ScenarioRun {
   private readonly trace: string[] = [];
   /** Model invoice indexes this driver paid. */
   private readonly paid = new Set<number>();
+  private readonly leaveOut: LeftOut;
 
   constructor(
     private readonly ctx: DriverContext,
@@ -244,6 +334,8 @@ class ScenarioRun {
   ) {
     this.zone = scenario.create.timezone ?? ctx.orgTimezone;
     this.now = startInstant(scenario.create, ctx.orgTimezone);
+    this.leaveOut = { ...ctx.leaveOut };
+    for (const key of Object.keys(scenario.allow ?? {}) as (keyof LeftOut)[]) if (scenario.allow![key]) this.leaveOut[key] = false;
   }
 
   stats(): ScenarioStats {
@@ -345,7 +437,7 @@ class ScenarioRun {
         await this.sendEvents(step.events, label);
         break;
       case 'change': {
-        const plans = plansOf(this.model.plan.interval);
+        const plans = plansOf(this.model.plan);
         await this.changePlan(plans[step.plan % plans.length]!, label);
         break;
       }
@@ -416,24 +508,80 @@ class ScenarioRun {
     // Whole seconds in [segment start, now], both ends included: an event at the segment's first
     // instant is its own, one at the instant of a later termination is not (half-open spans). A
     // late event, for a span already billed, is never billed, so none is sent.
-    const sent = events.map((e) => ({ ...e, at: floor + Math.round((e.position * (this.now - floor)) / 1000) * 1000 }));
-    this.trace.push(`${label}: events ${sent.map((e) => `${e.metric}${e.metric === 'gb' ? `=${e.gb}` : ''}@${iso(e.at)}`).join(', ')}`);
+    let seats = this.model.events.filter((e) => e.metric === 'seats').reduce((n, e) => n + Number(e.value), 0);
+    const sent: ModelEvent[] = events.map((e) => {
+      const at = floor + Math.round((e.position * (this.now - floor)) / 1000) * 1000;
+      // Seats never total below 0 in arrival order, so neither the units carried into a period nor
+      // the units an in-advance charge prices are ever negative (what that would bill is not specified).
+      const value = e.metric === 'seats' ? String(Math.max(e.seats ?? 1, -seats) + 0) : e.gb;
+      if (e.metric === 'seats') seats += Number(value);
+      return { metric: e.metric, at, value, transactionId: randomUUID() };
+    });
+    this.trace.push(
+      `${label}: events ${sent.map((e) => `${e.metric}${e.metric === 'calls' ? '' : `=${e.value}`}@${iso(e.at)}`).join(', ')}`,
+    );
+    // Events an in-advance charge bills go one at a time, each waited for until billed: the service
+    // bills a batch in timestamp order (ties in no known order), one request at a time in arrival
+    // order, as the model does, and the events arrive out of timestamp order as positions fall.
+    const inAdvance = sent.filter((e) => this.model.billsInAdvance(e.metric));
+    const rest = sent.filter((e) => !inAdvance.includes(e));
+    if (inAdvance.length > 0)
+      this.trace.push(`${label}: one at a time, billed in advance: ${inAdvance.map((e) => e.transactionId).join(', ')}`);
+    if (rest.length > 0) {
+      await this.postEvents(rest);
+      for (const e of rest) this.model.addEvent(e, this.now);
+    }
+    for (const e of inAdvance) {
+      await this.postEvents([e]);
+      this.model.addEvent(e, this.now);
+      await this.untilBilledInAdvance(e.transactionId);
+    }
+  }
+
+  private async postEvents(events: ModelEvent[]): Promise<void> {
     const res = await this.request('POST', '/v1/events/batch', {
-      events: sent.map((e) => ({
-        transaction_id: randomUUID(),
+      events: events.map((e) => ({
+        transaction_id: e.transactionId,
         external_customer_id: this.externalCustomerId,
         external_subscription_id: this.externalSubscriptionId,
         code: e.metric,
         timestamp: iso(e.at),
-        properties: e.metric === 'gb' ? { gb: e.gb } : {},
+        properties: e.metric === 'calls' ? {} : { [e.metric]: e.value },
       })),
     });
     const body = res.json<EventBatchResult>();
-    if (res.statusCode !== 201 || body.ingested !== sent.length) this.fail(`events: ${res.statusCode} ${res.body}`);
-    for (const e of sent) this.model.addEvent({ metric: e.metric, at: e.at, value: e.gb });
+    if (res.statusCode !== 201 || body.ingested !== events.length) this.fail(`events: ${res.statusCode} ${res.body}`);
+  }
+
+  /** Until the event's in-advance fee is there and, when it has an invoice, that invoice is finalized (it is written after the fee). */
+  private untilBilledInAdvance(transactionId: string): Promise<void> {
+    const sub = encodeURIComponent(this.subscriptionId);
+    return this.until(`the in-advance fee of event ${transactionId}`, async () => {
+      const fees = await this.ok<FeeResource[]>('GET', `/v1/fees?subscription_id=${sub}&limit=1000`, 200);
+      const fee = fees.find((f) => f.event_transaction_id === transactionId);
+      if (!fee) return false;
+      if (fee.invoice_id === null) return true;
+      const res = await this.request('GET', `/v1/invoices/${fee.invoice_id}`);
+      return res.statusCode === 200 && res.json<InvoiceResource>().status !== 'draft';
+    });
   }
 
   private async changePlan(plan: ModelPlan, label: string): Promise<void> {
+    // Left out while open (AVOID in the test): an upgrade inside a period from or to a plan with
+    // charges billed as their events arrive; a change to a plan with a prorated charge in arrear.
+    const leftOut =
+      this.leaveOut.upgradesWithChargesInAdvance &&
+      this.model.isUpgrade(plan) &&
+      [this.model.plan, plan].some((p) => p.charges.some(billedPerEvent))
+        ? 'an upgrade with charges in advance'
+        : this.leaveOut.proratedInArrear && plan !== this.model.plan && hasProratedInArrear(plan)
+          ? 'a change to a plan prorated in arrear'
+          : null;
+    if (leftOut) {
+      this.trace.push(`${label} change to ${plan.key}: left out (${leftOut})`);
+      this.model.situations.add(`left out: ${leftOut}`);
+      return;
+    }
     const expected = this.model.changePlan(plan, this.now);
     await this.command(`${label} change to ${plan.key}`, 'PUT', `/v1/subscriptions/${this.subscriptionId}`, expected, {
       plan_id: this.ctx.planIds.get(plan.key),
@@ -467,7 +615,10 @@ class ScenarioRun {
     const expected = this.expectedView();
     const diff = lineDiff(JSON.stringify(expected, null, 2), JSON.stringify(actual, null, 2));
     if (diff !== null) this.fail(`${label}: the service and the model disagree (- model, + service)\n${diff}`);
-    await this.payOpenInvoices(invoices);
+    await this.payOpenInvoices(
+      invoices,
+      new Set(fees.flatMap((f) => (f.event_transaction_id !== null && f.invoice_id ? [f.invoice_id] : []))),
+    );
   }
 
   /**
@@ -475,11 +626,22 @@ class ScenarioRun {
    * later advances no longer drive it, and a scenario's cost stays flat as its invoices pile up.
    * Payment changes no amount the model follows (credit notes credit paid fees the same way).
    */
-  private async payOpenInvoices(invoices: InvoiceResource[]): Promise<void> {
+  private async payOpenInvoices(invoices: InvoiceResource[], eventInvoices: Set<string>): Promise<void> {
     const ordered = [...invoices].sort((a, b) => a.number.localeCompare(b.number));
     for (const [index, invoice] of ordered.entries()) {
       if (invoice.status !== 'finalized') continue;
-      await this.ok<InvoiceResource>('POST', `/v1/invoices/${invoice.id}/pay`, 200);
+      const url = `/v1/invoices/${invoice.id}/pay`;
+      for (let attempt = 1; ; attempt++) {
+        const res = await this.request('POST', url);
+        if (res.statusCode === 200) break;
+        // Left out while open (AVOID.payingAnEventInvoiceAsItIsIssued in the test): an in-advance
+        // event's invoice shows finalized a moment before its workflow starts, and paying it then
+        // answers 500; it is paid again a moment later.
+        const early = res.statusCode === 500 && eventInvoices.has(invoice.id) && this.leaveOut.payingAnEventInvoiceAsItIsIssued;
+        if (!early || attempt === 20) this.fail(`POST ${url} answered ${res.statusCode} (expected 200): ${res.body}`);
+        this.model.situations.add('left out: paying an event invoice as it is issued (500, paid again)');
+        await new Promise((r) => setTimeout(r, 100 * attempt));
+      }
       this.paid.add(index);
     }
   }
@@ -489,6 +651,8 @@ class ScenarioRun {
     const feeView = (f: ModelFee): FeeView => ({
       type: f.type,
       metric: f.metric,
+      in_advance: f.payInAdvance,
+      event: f.transactionId,
       units: f.units.toFixed(4),
       events: f.type === 'charge' ? f.eventsCount : null,
       amount: f.amount.toFixed(4),
@@ -518,6 +682,7 @@ class ScenarioRun {
         status: this.paid.has(index) ? 'paid' : inv.status,
         fees: sortFees(inv.fees.map(feeView)),
       })),
+      fees_without_invoice: sortFees(m.feesWithoutInvoice.map(feeView)),
       credit_notes: m.creditNotes.map((n) => ({
         on: `invoice #${n.invoice} ${m.invoices[n.invoice]!.fees[n.fee]!.type} fee`,
         reason: n.reason,
@@ -541,6 +706,16 @@ class ScenarioRun {
     const feeOwner = new Map(fees.map((f) => [f.id, f]));
     const planKey = (id: string | null) => (id === null ? null : ([...this.ctx.planIds].find(([, v]) => v === id)?.[0] ?? id));
     const active = subscription.status === 'active';
+    const feeView = (f: FeeResource): FeeView => ({
+      type: f.fee_type,
+      metric: f.charge_id === null ? null : (this.ctx.chargeMetrics.get(f.charge_id) ?? f.charge_id),
+      in_advance: f.pay_in_advance,
+      event: f.event_transaction_id,
+      units: f.units,
+      events: f.fee_type === 'charge' ? f.events_count : null,
+      amount: f.amount_cents,
+      period: `${f.period_started_at} .. ${f.period_ended_at}`,
+    });
     return {
       subscription: {
         status: subscription.status,
@@ -563,19 +738,9 @@ class ScenarioRun {
         credit_notes: inv.credit_notes_amount_cents,
         total: inv.total,
         status: inv.status,
-        fees: sortFees(
-          fees
-            .filter((f) => f.invoice_id === inv.id)
-            .map((f) => ({
-              type: f.fee_type,
-              metric: f.charge_id === null ? null : (this.ctx.chargeMetrics.get(f.charge_id) ?? f.charge_id),
-              units: f.units,
-              events: f.fee_type === 'charge' ? f.events_count : null,
-              amount: f.amount_cents,
-              period: `${f.period_started_at} .. ${f.period_ended_at}`,
-            })),
-        ),
+        fees: sortFees(fees.filter((f) => f.invoice_id === inv.id).map(feeView)),
       })),
+      fees_without_invoice: sortFees(fees.filter((f) => f.invoice_id === null).map(feeView)),
       credit_notes: [...notes]
         .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.sequential_id - b.sequential_id)
         .map((n) => ({
@@ -613,6 +778,9 @@ const query = (action: TerminationAction | null) => (action ? `?on_termination_a
 interface FeeView {
   type: string;
   metric: string | null;
+  in_advance: boolean;
+  /** The event (transaction id) an in-advance event fee bills. */
+  event: string | null;
   units: string;
   events: number | null;
   amount: string;
@@ -643,10 +811,15 @@ interface View {
     status: string;
     fees: FeeView[];
   }[];
+  fees_without_invoice: FeeView[];
   credit_notes: { on: string; reason: string; issued: string; credit: string; balance: string; items: string[]; applications: string[] }[];
 }
 
-const sortFees = (fees: FeeView[]) => fees.sort((a, b) => a.type.localeCompare(b.type) || (a.metric ?? '').localeCompare(b.metric ?? ''));
+/** Fees in a stable order: by type and metric, then by what tells apart the in-advance fees of one metric. */
+const sortFees = (fees: FeeView[]) => {
+  const key = (f: FeeView) => [f.type, f.metric ?? '', f.in_advance ? 1 : 0, f.period, f.event ?? '', f.units, f.amount].join('|');
+  return fees.sort((a, b) => key(a).localeCompare(key(b)));
+};
 
 /**
  * A line diff of two texts (longest common subsequence), `-` for lines only in the first, `+` for

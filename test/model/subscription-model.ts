@@ -1,6 +1,8 @@
 // The reference model of subscription billing that subscription-billing.model.test.ts holds the
 // service to. Written from billing-rules.md (and lago-reference.md §0 and §3 where it is silent),
 // independently of src/: plain local-calendar day counting with luxon, money with decimal.js.
+// Usage charges paid in advance and prorated charges follow api-contract.md (Invoices),
+// docs/usage-charges.md and lago-reference.md §2.10 (see "usage in advance" below).
 //
 // It follows one subscription created at the clock's present, steps through time (period
 // boundaries, the trial end) and applies commands (plan changes, cancel, terminate) at the instant
@@ -20,12 +22,22 @@ const round0 = (value: Dec) => value.toDecimalPlaces(0, Decimal.ROUND_HALF_UP);
 export type Interval = 'weekly' | 'monthly' | 'quarterly' | 'yearly';
 export type BillingTime = 'calendar' | 'anniversary';
 export type TerminationAction = 'generate_invoice' | 'generate_credit_note' | 'skip';
-export type MetricCode = 'calls' | 'gb';
+/** `calls`: a count; `gb`: a sum; `seats`: a recurring sum (its units carry over from period to period). */
+export type MetricCode = 'calls' | 'gb' | 'seats';
 
-/** A `standard` charge: `amount` cents (a decimal string) per unit of the metric. */
+/** Whether a metric's units carry over (lago-reference.md §1.2): every event since the start counts. */
+export const isRecurring = (metric: MetricCode): boolean => metric === 'seats';
+
+/**
+ * A `standard` charge: `amount` cents (a decimal string) per unit of the metric. `payInAdvance`:
+ * billed event by event as the events arrive; `prorated` (a recurring metric only): each unit
+ * weighted by the part of the period it is present (in arrear), or billed for the days left (in advance).
+ */
 export interface ModelCharge {
   metric: MetricCode;
   amount: string;
+  payInAdvance?: boolean;
+  prorated?: boolean;
 }
 
 export interface ModelPlan {
@@ -35,7 +47,19 @@ export interface ModelPlan {
   currency: 'USD' | 'EUR';
   trialDays: number;
   charges: ModelCharge[];
+  /**
+   * Plans change only to plans of their family: `classic` (usage in arrear), `usage` (charges in
+   * advance, prorated charges, seats).
+   */
+  family: 'classic' | 'usage';
 }
+
+/** A charge billed event by event when its events arrive (all of this catalog's metrics can be). */
+export const billedPerEvent = (charge: ModelCharge): boolean => charge.payInAdvance === true;
+
+/** Whether a plan has a charge the classic model does not know: in advance, prorated, or on a recurring metric. */
+export const hasUsageCharges = (plan: ModelPlan): boolean =>
+  plan.charges.some((c) => c.payInAdvance === true || c.prorated === true || isRecurring(c.metric));
 
 // ---- the local calendar ---------------------------------------------------------------------
 
@@ -125,6 +149,10 @@ export interface ModelFee {
   to: number;
   /** What credit notes took from it. */
   credited: Dec;
+  /** A charge's fee billed in advance: one event's, or the units carried into a period. */
+  payInAdvance: boolean;
+  /** The event an in-advance event fee bills. */
+  transactionId: string | null;
 }
 
 export interface ModelInvoice {
@@ -152,8 +180,9 @@ export interface ModelCreditNote {
 export interface ModelEvent {
   metric: MetricCode;
   at: number;
-  /** The `gb` property of a `sum` event (a decimal string). */
+  /** The property of a `sum` event (`gb`, `seats`), a decimal string; unused for `calls`. */
   value: string;
+  transactionId: string;
 }
 
 /** A billing period `[from, to)`: from a start or a boundary to the next boundary. */
@@ -198,12 +227,19 @@ export class SubscriptionModel {
   onTerminationAction: TerminationAction;
   readonly events: ModelEvent[] = [];
   readonly invoices: ModelInvoice[] = [];
+  /** In-advance fees with nothing to pay (an event that adds nothing): no invoice (GET /v1/fees lists them). */
+  readonly feesWithoutInvoice: ModelFee[] = [];
   readonly creditNotes: ModelCreditNote[] = [];
   /** What the model did, for the failure report. */
   readonly log: string[] = [];
   /** The situations the scenario went through, for the run's summary of what was covered. */
   readonly situations = new Set<string>();
   private lastUpgradeDate: string | null = null;
+  /**
+   * Per in-advance charge (its plan and metric) and period: the units so far in arrival order (a
+   * recurring metric's start with the carried ones), the most units and the most money billed.
+   */
+  private readonly advanceTallies = new Map<string, { units: Dec; maxUnits: Dec; maxBilled: Dec }>();
   private readonly zone: string;
   private readonly startDate: string;
 
@@ -218,6 +254,8 @@ export class SubscriptionModel {
     this.onTerminationAction = setup.onTerminationAction;
     this.trialEnd = setup.trialDays > 0 ? setup.startedAt + setup.trialDays * 86_400_000 : null;
     this.trialEnded = this.trialEnd === null;
+    // Left out (the contract does not say whether a trial holds usage billed in advance back).
+    if (this.trialEnd !== null && hasUsageCharges(setup.plan)) throw new Error('the model does not cover trials on the usage plans');
     this.status = 'pending';
     this.advanceTo(createdAt);
   }
@@ -288,7 +326,9 @@ export class SubscriptionModel {
    * A period boundary: the ended segment is billed (in arrear with its base fee, always its
    * usage); a cancellation ends here; otherwise a scheduled downgrade switches, the next period
    * opens and, in advance, its base fee is billed, on one invoice with the ended usage when the
-   * plan stays (the service keeps one plan per invoice).
+   * plan stays (the service keeps one plan per invoice). The units the plan's recurring in-advance
+   * charges carry into the new period are billed in full for it, on that invoice too; after a
+   * switch (another plan) on one of their own, issued first.
    */
   private closePeriod(boundary: number): void {
     const final = this.endingAt !== null && this.endingAt <= boundary;
@@ -318,6 +358,11 @@ export class SubscriptionModel {
     // A trial still running at the boundary bills the new period at its end instead.
     const trialOver = this.trialEnd === null || this.trialEnd < boundary;
     const advance = this.setup.payInAdvance && trialOver ? this.baseFeeLine(this.plan, boundary) : null;
+    const carried = this.carriedLines();
+    if (carried.length > 0)
+      this.situations.add(`in advance: carried units billed at a boundary${ended && !switched ? '' : ' (own invoice)'}`);
+    if (ended && !switched) ended.push(...carried);
+    else if (carried.length > 0) this.issue(boundary, boundary, this.period.to, carried);
     if (ended && advance && !switched) {
       this.advanceFee = { invoice: this.issue(boundary, boundary, this.period.to, [advance, ...ended]), fee: 0 };
       return;
@@ -388,6 +433,17 @@ export class SubscriptionModel {
     return 200;
   }
 
+  /** Whether changing to `target` now would be an upgrade, taking effect at once (in the period). */
+  isUpgrade(target: ModelPlan): boolean {
+    return (
+      this.status === 'active' &&
+      this.endingAt === null &&
+      target.currency === this.plan.currency &&
+      target.key !== this.plan.key &&
+      yearly(target) >= yearly(this.plan)
+    );
+  }
+
   /** POST .../cancel: active until the current period's end, then `on_termination_action`. */
   cancel(action: TerminationAction | undefined, now: number): CommandOutcome {
     this.advanceTo(now);
@@ -442,8 +498,113 @@ export class SubscriptionModel {
     this.schedule(null);
   }
 
-  addEvent(event: ModelEvent): void {
+  /** Whether an event of `metric` arriving now is billed at once (the current plan charges it in advance). */
+  billsInAdvance(metric: MetricCode): boolean {
+    return this.status === 'active' && this.plan.charges.some((c) => billedPerEvent(c) && c.metric === metric);
+  }
+
+  /** An event arriving at `now` (in the open segment): in-advance charges bill it at once. */
+  addEvent(event: ModelEvent, now: number): void {
     this.events.push(event);
+    if (this.status !== 'active') return;
+    for (const charge of this.plan.charges)
+      if (billedPerEvent(charge) && charge.metric === event.metric) this.billEvent(charge, event, now);
+  }
+
+  // ---- usage in advance ---------------------------------------------------------------------
+
+  /** A standard price, never negative (billing-rules.md: no negative fee), as a fee: 4 decimals. */
+  private price(charge: ModelCharge, units: Dec): Dec {
+    return units.lessThanOrEqualTo(0) ? ZERO : round4(units.times(charge.amount));
+  }
+
+  /** What one event adds to its metric's units: a count 1, a sum its value. */
+  private unitsOf(event: ModelEvent): Dec {
+    return event.metric === 'calls' ? new Dec(1) : new Dec(event.value);
+  }
+
+  /** A recurring metric's units before `at`: every event since the start (all the model has). */
+  private unitsBefore(metric: MetricCode, at: number): Dec {
+    return this.events.filter((e) => e.metric === metric && e.at < at).reduce((acc, e) => acc.plus(this.unitsOf(e)), ZERO);
+  }
+
+  /**
+   * One event of an in-advance charge, when it arrives (api-contract.md, Invoices; usage-charges.md):
+   * the period's units in arrival order with it (a recurring metric's from the units carried in)
+   * are priced, and only what exceeds the most ever billed in the period is billed (the carried
+   * units count as billed: the period start bills them), never negative. Prorated (standard): the
+   * units beyond the most ever billed, for the days from the event's local day to the period end
+   * over the period's days. Above 0: an invoice of its own, else a fee without invoice.
+   */
+  private billEvent(charge: ModelCharge, event: ModelEvent, now: number): void {
+    const key = `${this.plan.key}/${charge.metric}/${this.period.from}`;
+    let tally = this.advanceTallies.get(key);
+    if (!tally) {
+      const carried = isRecurring(charge.metric) ? this.unitsBefore(charge.metric, this.period.from) : ZERO;
+      tally = { units: carried, maxUnits: carried, maxBilled: this.price(charge, carried) };
+      this.advanceTallies.set(key, tally);
+    }
+    const added = this.unitsOf(event);
+    tally.units = tally.units.plus(added);
+    let units: Dec;
+    let amount: Dec;
+    if (charge.prorated) {
+      units = Dec.max(tally.units.minus(tally.maxUnits), ZERO);
+      const days = countDays(event.at, this.period.to, this.zone);
+      amount = round4(units.times(charge.amount).times(days).dividedBy(this.fullDays(this.plan)));
+      if (units.greaterThan(0) && days < this.fullDays(this.plan)) this.situations.add('prorated in advance: billed for the days left');
+    } else {
+      const price = this.price(charge, tally.units);
+      amount = Dec.max(price.minus(tally.maxBilled), ZERO);
+      tally.maxBilled = Dec.max(tally.maxBilled, price);
+      units = Dec.max(added, ZERO);
+    }
+    if (added.greaterThan(0) && tally.units.lessThanOrEqualTo(tally.maxUnits) && isRecurring(charge.metric))
+      this.situations.add('in advance: seats added again, not billed twice');
+    tally.maxUnits = Dec.max(tally.maxUnits, tally.units);
+    const fee: ModelFee = {
+      type: 'charge',
+      metric: charge.metric,
+      units,
+      eventsCount: 1,
+      amount,
+      from: this.period.from,
+      to: this.period.to,
+      credited: ZERO,
+      payInAdvance: true,
+      transactionId: event.transactionId,
+    };
+    if (amount.greaterThan(0)) {
+      this.situations.add(`in advance: ${charge.metric} event invoiced`);
+      this.issue(now, this.period.from, this.period.to, [fee]);
+      return;
+    }
+    this.situations.add('in advance: fee without invoice');
+    this.feesWithoutInvoice.push(fee);
+    this.note(now, `${charge.metric} fee ${units.toFixed(4)} units, 0 (no invoice)`);
+  }
+
+  /** The units the plan's recurring in-advance charges carry into the new period, billed in full for it. */
+  private carriedLines(): ModelFee[] {
+    const fees: ModelFee[] = [];
+    for (const charge of this.plan.charges) {
+      if (!billedPerEvent(charge) || !isRecurring(charge.metric)) continue;
+      const units = this.unitsBefore(charge.metric, this.period.from);
+      if (units.lessThanOrEqualTo(0)) continue;
+      fees.push({
+        type: 'charge',
+        metric: charge.metric,
+        units,
+        eventsCount: 0,
+        amount: this.price(charge, units),
+        from: this.period.from,
+        to: this.period.to,
+        credited: ZERO,
+        payInAdvance: true,
+        transactionId: null,
+      });
+    }
+    return fees;
   }
 
   // ---- lines --------------------------------------------------------------------------------
@@ -476,7 +637,18 @@ export class SubscriptionModel {
     const days = countDays(from, to, this.zone);
     if (days === 0) return null;
     const amount = round4(new Dec(plan.amountCents).times(days).dividedBy(this.fullDays(plan)));
-    return { type: 'subscription', metric: null, units: new Dec(days), eventsCount: 0, amount, from, to, credited: ZERO };
+    return {
+      type: 'subscription',
+      metric: null,
+      units: new Dec(days),
+      eventsCount: 0,
+      amount,
+      from,
+      to,
+      credited: ZERO,
+      payInAdvance: false,
+      transactionId: null,
+    };
   }
 
   /** The base fee of the current period from `from` (or the trial end) to its end. */
@@ -491,7 +663,10 @@ export class SubscriptionModel {
 
   /**
    * One plan's lines over `[from, to)` of the current period: in arrear its prorated base fee,
-   * and its usage up to `usageTo`. Null when the trial covers it all.
+   * and its usage up to `usageTo` (not the charges billed as their events arrived). A recurring
+   * metric counts every event since the start; prorated, each value weighs the local days from its
+   * event (or from `from` for one before it) to `to`, over the period's days, exactly: only the fee
+   * is rounded. Null when the trial covers it all.
    */
   private segmentLines(plan: ModelPlan, from: number, to: number, usageTo: number, withBaseFee: boolean): ModelFee[] | null {
     const start = this.billableFrom(from);
@@ -502,12 +677,32 @@ export class SubscriptionModel {
       if (base) fees.push(base);
     }
     for (const charge of plan.charges) {
-      const events = this.events.filter((e) => e.metric === charge.metric && e.at >= start && e.at < usageTo);
-      const units = charge.metric === 'calls' ? new Dec(events.length) : events.reduce((acc, e) => acc.plus(e.value), ZERO);
+      if (billedPerEvent(charge)) continue;
+      const recurring = isRecurring(charge.metric);
+      const events = this.events.filter((e) => e.metric === charge.metric && (recurring || e.at >= start) && e.at < usageTo);
+      let units = charge.prorated
+        ? events
+            .reduce((acc, e) => acc.plus(this.unitsOf(e).times(countDays(Math.max(e.at, start), to, this.zone))), ZERO)
+            .dividedBy(this.fullDays(plan))
+        : events.reduce((acc, e) => acc.plus(this.unitsOf(e)), ZERO);
+      // No negative fee: units and amount both 0 (a removal dated before its add weighs more days).
+      if (units.isNegative()) units = ZERO;
       const amount = round4(units.times(charge.amount));
       // A charge without events bills no line.
       if (events.length === 0 && amount.isZero()) continue;
-      fees.push({ type: 'charge', metric: charge.metric, units, eventsCount: events.length, amount, from: start, to, credited: ZERO });
+      if (charge.prorated && amount.greaterThan(0)) this.situations.add('prorated in arrear billed');
+      fees.push({
+        type: 'charge',
+        metric: charge.metric,
+        units,
+        eventsCount: events.length,
+        amount,
+        from: start,
+        to,
+        credited: ZERO,
+        payInAdvance: false,
+        transactionId: null,
+      });
     }
     return fees;
   }

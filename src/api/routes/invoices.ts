@@ -1,8 +1,8 @@
-import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { customerNow } from '../../test-clocks/time';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { createInvoice } from '../../billing/invoices';
+import { createInvoice, ensureWorkflowOfInvoice } from '../../billing/invoices';
 import type { InvoiceDoc } from '../../db/models/invoice';
 import type { PricedFee } from '../../domain/invoice-assembly';
 import { Dec, roundFee } from '../../domain/money';
@@ -65,8 +65,17 @@ export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
     const invoice = await findInvoice(organizationId, id);
     const refusal = () => new InvalidTransition(`Cannot ${action} an invoice that is ${invoice.status}`);
     if (!ALLOWED[action].includes(invoice.status)) throw refusal();
+    const command = () => temporal.client.workflow.getHandle(workflowIds.invoice(id)).executeUpdate(invoiceCommands[action]);
     try {
-      return await temporal.client.workflow.getHandle(workflowIds.invoice(id)).executeUpdate(invoiceCommands[action]);
+      try {
+        return await command();
+      } catch (err) {
+        // An invoice issued a moment ago may be shown before its workflow is started: start it (as
+        // its creation is about to) and ask again.
+        if (!(err instanceof WorkflowNotFoundError)) throw err;
+        await ensureWorkflowOfInvoice(db, temporal, id);
+        return await command();
+      }
     } catch (err) {
       if (err instanceof WorkflowUpdateFailedError) {
         const cause = err.cause as { type?: string; message?: string } | undefined;

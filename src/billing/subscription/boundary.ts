@@ -29,8 +29,9 @@ export async function closePeriod(ctx: StepContext, state: SubscriptionState, bo
   const action: OnTerminationAction = final ? state.onTerminationAction : 'generate_invoice';
   const segmentFrom = new Date(state.segmentFrom ?? ended.from);
   const invoiceIds: string[] = [];
-  // Events of in-advance charges whose signal never reached the workflow are billed now, before the period closes.
-  const missed = await unbilledInAdvanceEvents(ctx, state, new Date(ended.from), boundary);
+  // Events of in-advance charges whose signal never reached the workflow are billed now, before the
+  // period closes: those of the plan's own segment (events before a plan change were the old plan's).
+  const missed = await unbilledInAdvanceEvents(ctx, state, segmentFrom, boundary);
   invoiceIds.push(...(await billEventsInAdvance(ctx, state, missed, boundary)).invoiceIds);
 
   const segment =

@@ -34,6 +34,12 @@ export interface WalletDoc extends BaseDoc {
   expiration_at: Date | null;
   terminated_at: Date | null;
   /**
+   * The creation instant in the customer's time (its test clock's; created_at stays real time, the
+   * tie-break of wallets of one priority): the default anchor of interval rules. Absent on wallets
+   * made before it existed (created_at then).
+   */
+  opened_at?: Date;
+  /**
    * Idempotency markers: the ids of the wallet transactions whose change is applied (a purchase's
    * id when it is made, its walletPurchaseSettlementId when its credits arrive).
    */
@@ -111,6 +117,7 @@ export const walletSchema = new Schema<WalletDoc>(
     priority: { type: Number, default: 1, min: 1, max: 50 },
     expiration_at: { type: Date, default: null },
     terminated_at: { type: Date, default: null },
+    opened_at: { type: Date },
     applied_transaction_ids: { type: [String], default: [] },
     pending_transactions: {
       type: [
