@@ -42,14 +42,17 @@ import type { TerminationAction } from './subscription-model';
  */
 const AVOID = {
   /**
-   * Fixed (the close now bills missed in-advance events of the plan's own segment only); set back
-   * to true to leave the pattern out if it returns. An upgrade inside a period from or to a plan with charges paid in advance (the driver skips
+   * Left out again: the re-billing is fixed (the close bills missed in-advance events of the plan's
+   * own segment only; the regression below runs), but which events a recurring in-advance charge
+   * of the new plan bills is open: a seat whose event arrived before an upgrade at its own instant
+   * (seed 1960456449, path 78) is billed by the service for the new plan's segment, not by the
+   * model. An upgrade inside a period from or to a plan with charges paid in advance (the driver skips
    * the change step). The period's close bills "missed" in-advance events of the new plan's
    * charges from the period start, not from the upgrade: events before the upgrade (already billed
    * by the old plan, in advance or in arrear) are billed a second time. Also unspecified: which of
    * the period's events before the upgrade a recurring in-advance charge of the new plan counts.
    */
-  upgradesWithChargesInAdvance: false,
+  upgradesWithChargesInAdvance: true,
   /**
    * Fixed (a fee's units are stored to Decimal128's 34 significant digits). Plans with a prorated charge in arrear (never created, the driver skips changes to them). Its
    * fee's units are exact (api-contract.md: only the fee is rounded), so a non-terminating ratio
@@ -500,7 +503,6 @@ const REGRESSIONS: { name: string; scenario: Scenario; open?: keyof typeof AVOID
     // "0.6774193548387096774193548387096774193548" is not a valid Decimal128 string - inexact
     // rounding), the clock never gets ready.
     name: 'bug (fixed): a prorated seat in arrear for 21 of 31 days is invoiced at the period end',
-    open: 'proratedInArrear',
     scenario: {
       create: { ...base, plan: 'm-pseats', start: at(2030, 3, 1) },
       steps: [
@@ -514,7 +516,6 @@ const REGRESSIONS: { name: string; scenario: Scenario; open?: keyof typeof AVOID
     // Expected: the call of March 3 is billed once, in arrear on the old plan's segment invoice at
     // the upgrade (1.0000); the call of March 10 in advance (2.5000); April 1 bills no call again.
     name: 'bug (fixed): an upgrade to a plan charging calls in advance; the period close bills the calls before it again',
-    open: 'upgradesWithChargesInAdvance',
     scenario: {
       create: { ...base, plan: 'm-pseats', start: at(2030, 3, 1) },
       steps: [
@@ -637,10 +638,12 @@ describe('subscription billing against its reference model', () => {
   );
 
   // Beside the generated runs on a busy machine, a long case takes more than vitest's default minute.
+  // The regressions run every step they list: nothing of theirs is left out.
+  const noneLeftOut = Object.fromEntries(Object.keys(AVOID).map((k) => [k, false])) as typeof AVOID;
   it.concurrent.each(REGRESSIONS.filter((r) => r.open === undefined || !AVOID[r.open]))(
     '$name',
     async ({ scenario }) => {
-      await runScenario(ctx, scenario);
+      await runScenario({ ...ctx, leaveOut: noneLeftOut }, scenario);
     },
     5 * 60_000,
   );
