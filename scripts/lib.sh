@@ -53,8 +53,9 @@ wait_for_port() {
 
 # Start the MongoDB stand-in in the background: start_stand_in <host> <port> <memory|h2-file> <log>.
 # Call it directly (not in $(...)) so the process stays this shell's child; its PID is then in $!.
+# Its heap is bounded (MONGO_STAND_IN_HEAP, default 1g: a million events and their indexes fit).
 start_stand_in() {
   local host=$1 port=$2 storage=$3 logfile=$4
-  java -Xss4m -cp "$(cat "$MONGO_STAND_IN_CLASSPATH_FILE"):$MONGO_STAND_IN_CLASSES" Launcher \
+  java -Xss4m "-Xmx${MONGO_STAND_IN_HEAP:-1g}" -cp "$(cat "$MONGO_STAND_IN_CLASSPATH_FILE"):$MONGO_STAND_IN_CLASSES" Launcher \
     "$host" "$port" "$storage" >"$logfile" 2>&1 &
 }

@@ -51,10 +51,14 @@ async function startStandIn(file) {
   const classes = process.env.MONGO_STAND_IN_CLASSES ?? join(TOOLS, 'classes');
   const classpath = `${readFileSync(join(TOOLS, 'classpath.txt'), 'utf8').trim()}:${classes}`;
   const env = { ...process.env, ...(values.indexes === 'off' ? { STAND_IN_INDEXES: 'off' } : {}) };
-  const child = spawn('java', ['-Xss4m', '-cp', classpath, 'Launcher', '127.0.0.1', String(port), file], {
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    'java',
+    ['-Xss4m', `-Xmx${process.env.MONGO_STAND_IN_HEAP ?? '1g'}`, '-cp', classpath, 'Launcher', '127.0.0.1', String(port), file],
+    {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   await new Promise((done, fail) => {
     let out = '';
     child.stdout.on('data', (chunk) => {
