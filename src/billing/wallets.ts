@@ -21,7 +21,7 @@ import { deterministicId, invoiceIdFor } from '../ids';
 import { toWalletResource } from '../resources/wallet';
 import { toWalletTransactionResource } from '../resources/wallet-transaction';
 import type { TemporalClient } from '../temporal/client';
-import { clockOfCustomerId } from '../test-clocks/time';
+import { clockOfCustomer } from '../test-clocks/time';
 import { emitEvent, type EmitDeps } from '../webhooks/emit-event';
 import {
   signalWalletThresholdCrossed,
@@ -939,10 +939,8 @@ export function intervalRulesOf(wallet: Pick<WalletDoc, 'recurring_transaction_r
 
 /** What a wallet's workflow starts with: its expiry, its interval rules, the customer's clock and time zone. */
 export async function walletWorkflowOf(db: Db, wallet: WalletDoc): Promise<[WalletWorkflowInput, WalletOwner]> {
-  const [clock, customer] = await Promise.all([
-    clockOfCustomerId(db, wallet.customer_id),
-    db.models.Customer.findById(wallet.customer_id, { timezone: 1 }).lean(),
-  ]);
+  const customer = await db.models.Customer.findById(wallet.customer_id, { timezone: 1, test_clock_id: 1 }).lean();
+  const clock = customer ? await clockOfCustomer(db, customer) : null;
   const organization = customer?.timezone ? null : await db.models.Organization.findById(wallet.organization_id, { timezone: 1 }).lean();
   const intervalRules = intervalRulesOf(wallet);
   return [

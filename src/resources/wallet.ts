@@ -2,13 +2,14 @@
 // terminate update carry it).
 import { z } from 'zod';
 import type { WalletDoc } from '../db/models/wallet';
+import { RULE_INTERVALS } from '../domain/wallet-rules';
 import { d4, d4OrNull, decimal4, iso, nullableTimestamp, plain, timestamp } from './format';
 
 export const walletRuleResource = z
   .object({
     id: z.string(),
     trigger: z.enum(['interval', 'threshold']),
-    interval: z.enum(['weekly', 'monthly', 'quarterly', 'yearly']).nullable(),
+    interval: z.enum(RULE_INTERVALS).nullable(),
     threshold_credits: decimal4.nullable(),
     paid_credits: decimal4,
     granted_credits: decimal4,

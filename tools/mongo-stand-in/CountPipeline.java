@@ -48,7 +48,7 @@ final class CountPipeline {
         Document cursor = new Document();
         cursor.put("id", 0L);
         cursor.put("ns", namespace.apply(collectionName));
-        cursor.put("firstBatch", count == 0 ? List.of() : List.of(new Document("_id", groupId(group)).append("n", count)));
+        cursor.put("firstBatch", count == 0 ? List.of() : List.of(new Document("_id", group.get("_id")).append("n", count)));
         Document response = new Document("cursor", cursor);
         response.put("ok", 1.0);
         return response;
@@ -72,9 +72,5 @@ final class CountPipeline {
         }
         Document n = (Document) group.get("n");
         return n.size() == 1 && n.get("$sum") instanceof Number && ((Number) n.get("$sum")).intValue() == 1;
-    }
-
-    private static Object groupId(Document group) {
-        return group.get("_id");
     }
 }

@@ -8,11 +8,16 @@
 
 import de.bwaldvogel.mongo.backend.Index;
 import de.bwaldvogel.mongo.backend.IndexKey;
+import de.bwaldvogel.mongo.backend.KeyValue;
+import de.bwaldvogel.mongo.backend.ValueComparator;
 import de.bwaldvogel.mongo.bson.Document;
 
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
+import java.util.function.Predicate;
 
 final class QueryPlanner {
 
@@ -71,7 +76,7 @@ final class QueryPlanner {
      * follows the sort.
      */
     static <P> List<P> orderedCandidates(List<Index<P>> indexes, Document query, Document orderBy, int needed,
-                                         Comparator<P> naturalOrder, java.util.function.Predicate<P> matches) {
+                                         Comparator<P> naturalOrder, Predicate<P> matches) {
         if (!ENABLED || orderBy == null || orderBy.isEmpty() || needed <= 0 || orderBy.containsKey("$natural")) {
             return null;
         }
@@ -86,7 +91,7 @@ final class QueryPlanner {
         }
         SecondaryIndex<P> best = null;
         SecondaryIndex.Bounds bestBounds = null;
-        java.util.Iterator<java.util.Map.Entry<de.bwaldvogel.mongo.backend.KeyValue, SecondaryIndex.Postings<P>>> entries = null;
+        Iterator<Map.Entry<KeyValue, SecondaryIndex.Postings<P>>> entries = null;
         for (Index<P> index : indexes) {
             if (!(index instanceof SecondaryIndex)) {
                 continue;
@@ -162,7 +167,7 @@ final class QueryPlanner {
             return false;
         }
         for (int i = 0; i < a.size(); i++) {
-            if (de.bwaldvogel.mongo.backend.ValueComparator.asc().compare(a.get(i), b.get(i)) != 0) {
+            if (ValueComparator.asc().compare(a.get(i), b.get(i)) != 0) {
                 return false;
             }
         }

@@ -26,6 +26,7 @@ import de.bwaldvogel.mongo.bson.MinKey;
 
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -33,6 +34,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
+import java.util.Objects;
 import java.util.Set;
 import java.util.TreeMap;
 
@@ -73,7 +75,7 @@ public final class SecondaryIndex<P> extends Index<P> {
                 solePosition = position;
                 return true;
             }
-            if (java.util.Objects.equals(soleId, id)) {
+            if (Objects.equals(soleId, id)) {
                 solePosition = position;
                 return false;
             }
@@ -90,7 +92,7 @@ public final class SecondaryIndex<P> extends Index<P> {
             if (many != null) {
                 return many.remove(id);
             }
-            if (solePosition != null && java.util.Objects.equals(soleId, id)) {
+            if (solePosition != null && Objects.equals(soleId, id)) {
                 P removed = solePosition;
                 soleId = null;
                 solePosition = null;
@@ -103,7 +105,7 @@ public final class SecondaryIndex<P> extends Index<P> {
             return many != null ? many.isEmpty() : solePosition == null;
         }
 
-        java.util.Collection<P> positions() {
+        Collection<P> positions() {
             if (many != null) {
                 return many.values();
             }
@@ -269,7 +271,7 @@ public final class SecondaryIndex<P> extends Index<P> {
         KeyValue low = tuple(bounds.prefix, lowNext, MinKey.getInstance());
         KeyValue high = tuple(bounds.prefix, highNext, MaxKey.getInstance());
         if (TUPLES.compare(low, high) > 0) {
-            return java.util.Collections.emptyIterator();
+            return Collections.emptyIterator();
         }
         NavigableMap<KeyValue, Postings<P>> range = entries.subMap(low, true, high, true);
         return (descending ? range.descendingMap() : range).entrySet().iterator();

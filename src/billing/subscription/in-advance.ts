@@ -122,16 +122,15 @@ export async function unbilledInAdvanceEvents(ctx: StepContext, state: Subscript
 }
 
 /**
- * The events of a recurring metric's charge bucket (`bucket`: a filter's index, null for the
- * default) before `before`, since the subscription started: the units it carries into the period.
+ * The events a recurring metric's charge carries into a period starting at `before` (every event
+ * since the subscription started), by bucket: a filter's index, or null for the default.
  */
-async function carriedEvents(
+async function carriedEventsByBucket(
   ctx: StepContext,
   state: SubscriptionState,
   charge: ChargeView,
-  bucket: number | null,
   before: Date,
-): Promise<Pick<EventDoc, 'transaction_id' | 'timestamp' | 'properties'>[]> {
+): Promise<Map<number | null, Pick<EventDoc, 'transaction_id' | 'timestamp' | 'properties'>[]>> {
   const events = await ctx.db.models.Event.find(
     {
       organization_id: state.organizationId,
@@ -141,7 +140,24 @@ async function carriedEvents(
     },
     { transaction_id: 1, timestamp: 1, properties: 1 },
   ).lean();
-  return events.filter((e) => matchingFilterIndex(charge.filters, (e.properties ?? {}) as Record<string, unknown>) === bucket);
+  const byBucket = new Map<number | null, typeof events>();
+  for (const event of events) {
+    const bucket = matchingFilterIndex(charge.filters, (event.properties ?? {}) as Record<string, unknown>);
+    byBucket.set(bucket, [...(byBucket.get(bucket) ?? []), event]);
+  }
+  return byBucket;
+}
+
+/** The fields a fee of a charge's bucket starts with; `of`: what it bills ("carried", "event/<id>"). */
+function bucketLine(charge: ChargeView, filter: ChargeView['filters'][number] | null, of: string) {
+  const name = filter?.invoice_display_name ?? charge.invoice_display_name;
+  return {
+    key: `charge/${charge._id}${filter ? `/filter/${filter._id}` : ''}/${of}`,
+    fee_type: 'charge' as const,
+    charge_id: charge._id,
+    ...(filter ? { charge_filter_id: filter._id } : {}),
+    ...(name ? { invoice_display_name: name } : {}),
+  };
 }
 
 /** What carried units cost in full (no event: nothing). */
@@ -168,19 +184,15 @@ export async function carriedInAdvanceLines(
     const metric = metrics.get(charge.billable_metric_id)!;
     if (!carriesOver(metric)) continue;
     const unrounded = { ...metric, rounding_function: null, rounding_precision: null };
+    const carriedByBucket = await carriedEventsByBucket(ctx, state, charge, period.from);
     const buckets: (number | null)[] = [null, ...charge.filters.map((_, i) => i)];
     for (const bucket of buckets) {
       const filter = bucket === null ? null : charge.filters[bucket]!;
-      const carried = aggregate(unrounded, (await carriedEvents(ctx, state, charge, bucket, period.from)).map(usageEventOf), period);
+      const carried = aggregate(unrounded, (carriedByBucket.get(bucket) ?? []).map(usageEventOf), period);
       if (!carried.units.greaterThan(0)) continue;
       const amount = carriedPrice(charge, filter ? filter.properties : charge.properties, carried);
-      const name = filter?.invoice_display_name ?? charge.invoice_display_name;
       const line: PricedFee = {
-        key: `charge/${charge._id}${filter ? `/filter/${filter._id}` : ''}/carried`,
-        fee_type: 'charge',
-        charge_id: charge._id,
-        ...(filter ? { charge_filter_id: filter._id } : {}),
-        ...(name ? { invoice_display_name: name } : {}),
+        ...bucketLine(charge, filter, 'carried'),
         amount_cents: amount,
         units: carried.units,
         events_count: 0,
@@ -236,7 +248,10 @@ async function billEvent(
   const unrounded = { ...metric, rounding_function: null, rounding_precision: null };
   const context = { from: period.from, to: period.to };
   const recurring = carriesOver(metric);
-  const carried = recurring ? await carriedEvents(ctx, state, charge, bucket, period.from) : [];
+  const carried = recurring ? ((await carriedEventsByBucket(ctx, state, charge, period.from)).get(bucket) ?? []) : [];
+  // The carried units count as billed (in units, or at their price) whether or not the period start
+  // has billed them yet: the start bills exactly that.
+  const carriedUsage = aggregate(unrounded, carried.map(usageEventOf), context);
   const before = aggregate(unrounded, [...carried, ...earlierEvents].map(usageEventOf), context);
   const after = aggregate(unrounded, [...carried, ...earlierEvents, event].map(usageEventOf), context);
   const properties = filter ? filter.properties : charge.properties;
@@ -244,22 +259,17 @@ async function billEvent(
   let amount: Dec;
   let units: Dec;
   if (recurring && charge.prorated) {
-    // The carried units count as billed whether or not the period start has billed them yet.
-    const carriedUnits = aggregate(unrounded, carried.map(usageEventOf), context).units;
     const schedule = { ...scheduleOf(state, state.plan.interval), at: event.timestamp };
     const daysLeft = countDays(startOfLocalDay(event.timestamp, state.timezone), period.to, state.timezone);
     ({ units, amount } = priceProratedEventInAdvance({
       charge_model: charge.charge_model,
       properties,
       after,
-      billedUnits: carriedUnits.plus(sum(earlier.map((f) => fromDecimal128(f.units) ?? ZERO))),
+      billedUnits: carriedUsage.units.plus(sum(earlier.map((f) => fromDecimal128(f.units) ?? ZERO))),
       ratio: new Dec(daysLeft).div(fullPeriodDays(schedule)),
     }));
   } else {
-    // A recurring metric's carried units count as billed at their price, whether or not the period
-    // start has billed them yet (the start bills exactly that price).
-    const carriedUnits = aggregate(unrounded, carried.map(usageEventOf), context);
-    const alreadyBilled = recurring ? carriedPrice(charge, properties, carriedUnits).plus(eventsBilled) : eventsBilled;
+    const alreadyBilled = recurring ? carriedPrice(charge, properties, carriedUsage).plus(eventsBilled) : eventsBilled;
     amount = priceEventInAdvance({
       charge_model: charge.charge_model,
       properties,
@@ -271,13 +281,7 @@ async function billEvent(
     units = Dec.max(after.units.minus(before.units), ZERO);
   }
   const line = {
-    key: `charge/${charge._id}${filter ? `/filter/${filter._id}` : ''}/event/${event._id}`,
-    fee_type: 'charge' as const,
-    charge_id: charge._id,
-    ...(filter ? { charge_filter_id: filter._id } : {}),
-    ...((filter?.invoice_display_name ?? charge.invoice_display_name)
-      ? { invoice_display_name: (filter?.invoice_display_name ?? charge.invoice_display_name)! }
-      : {}),
+    ...bucketLine(charge, filter, `event/${event._id}`),
     amount_cents: amount,
     units,
     events_count: 1,
