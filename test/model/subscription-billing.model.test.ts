@@ -528,6 +528,25 @@ const REGRESSIONS: { name: string; scenario: Scenario; open?: keyof typeof AVOID
       ],
     },
   },
+  {
+    // Expected: a seat removed on March 9 (2 of 7 days) and added on March 10 (1 day) weigh -1/7 of
+    // a seat: no negative fee, so 0 units for 0 (the service showed -0.1429 units). Seed 1184302574.
+    name: 'bug (fixed): prorated seats in arrear weighing less than zero bill 0 units, not negative ones',
+    scenario: {
+      create: { ...base, plan: 'w-pseats', start: at(2030, 3, 9, 11, 30) },
+      steps: [
+        { op: 'wait_hours', hours: 24 },
+        {
+          op: 'events',
+          events: [
+            { metric: 'seats', position: 0.53, gb: '1', seats: 1 },
+            { metric: 'seats', position: 0.17, gb: '1', seats: -1 },
+          ],
+        },
+        { op: 'wait_days', days: 9, hour: 20 },
+      ],
+    },
+  },
 ];
 
 // ---- the stack ------------------------------------------------------------------------------

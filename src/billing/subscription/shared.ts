@@ -239,7 +239,8 @@ function chargeLines({ charge, aggregations, fees }: ChargeUsage): PricedFee[] {
     `charge/${charge._id}`,
     undefined,
     fees.default.amount,
-    aggregations.default.units,
+    // The priced units: a charge yielding negative units bills 0 units for 0 (billing-rules.md).
+    fees.default.model.units,
     aggregations.default.eventsCount,
     fees.default.unitAmount,
     charge.invoice_display_name,
@@ -251,7 +252,7 @@ function chargeLines({ charge, aggregations, fees }: ChargeUsage): PricedFee[] {
       `charge/${charge._id}/filter/${filter._id}`,
       filter._id,
       bucket.amount,
-      aggregation.units,
+      bucket.model.units,
       aggregation.eventsCount,
       bucket.unitAmount,
       filter.invoice_display_name ?? charge.invoice_display_name,
