@@ -49,7 +49,7 @@
 // that reach the server (a step running longer than ~24 s) are actions too but leave no event: not
 // counted.
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -75,11 +75,13 @@ const { values } = parseArgs({
     worker: { type: 'string', default: process.env.BILLING_DAY_WORKER ?? 'stack' },
     slots: { type: 'string' },
     'cleanup-org': { type: 'string' },
+    'stored-events': { type: 'string', default: process.env.BILLING_DAY_STORED_EVENTS ?? '0' },
   },
 });
 const N = Number(values.n);
 const PER_CHARGE = Number(values['events-per-charge']);
 const PERIODS = Number(values.periods);
+const STORED = Number(values['stored-events']);
 // The worker's defaults (src/config.ts): the jitter only spreads future boundaries; a boundary
 // already past when the workflow starts is billed at once.
 const TIMING = {
@@ -266,8 +268,11 @@ async function billingDay() {
       16,
       (i) => call('POST', '/v1/customers', { external_id: `bd-${tag}-${i}` }, key),
     );
+    log(`organization ${org.id}, plan ${plan.id}, ${N} customers in ${seconds(Date.now() - setupStarted)} s`);
+    // The subscriptions' ids are drawn now: the stored history below is theirs.
+    const subscriptionIds = customers.map(() => randomUUID());
+    const stored = STORED > 0 ? await storeHistory(db, org.id, customers, subscriptionIds, metrics, periodStart, tag) : null;
     const customersDone = Date.now();
-    log(`organization ${org.id}, plan ${plan.id}, ${N} customers in ${seconds(customersDone - setupStarted)} s`);
 
     // Documents and delayed workflow starts, in batches, all due at T0.
     const lead = values.lead ? Number(values.lead) * 1000 : 30_000 + N * 60;
@@ -280,9 +285,9 @@ async function billingDay() {
     const subscriptions = [];
     const BATCH = 500;
     for (let b = 0; b < N; b += BATCH) {
-      const docs = customers.slice(b, b + BATCH).map((customer) => {
+      const docs = customers.slice(b, b + BATCH).map((customer, j) => {
         const base = {
-          _id: randomUUID(),
+          _id: subscriptionIds[b + j],
           organization_id: org.id,
           customer_id: customer.id,
           external_customer_id: customer.external_id,
@@ -396,6 +401,9 @@ async function billingDay() {
     const earlyInvoices = await invoices.countDocuments(filter);
     log(`waiting ${seconds(Math.max(0, T0 - Date.now()))} s for T0 = ${new Date(T0).toISOString()}`);
     await sleep(Math.max(0, T0 - Date.now()));
+    // From T0 on: the worker's database commands (own worker) and the processes' memory.
+    const commandsAtT0 = own ? { total: own.commands.total, by_command: { ...own.commands.by_command } } : null;
+    const memory = sampleMemory();
     const deadline = T0 + Number(values.timeout) * 1000;
     const samples = [];
     let firstCreated = null;
@@ -451,6 +459,8 @@ async function billingDay() {
       }
       await sleep(250);
     }
+    const peakMemoryMiB = memory.stop();
+    const commands = own ? commandsPerBoundary(own.commands, commandsAtT0) : null;
     const all = await invoices.find(filter, { subscription_id: 1, total: 1, sequential_id: 1, status: 1 }).lean();
     const wrongTotals = all.filter((inv) => Number(inv.total.toString()) !== expected.get(inv.subscription_id)).length;
     const numbers = all
@@ -501,6 +511,9 @@ async function billingDay() {
       invoice_totals_wrong: wrongTotals,
       invoice_numbers_gapless: gapless,
       history_after_one_boundary: histories,
+      stored_events: stored,
+      database_commands_per_boundary: commands ?? 'counted with --worker own only',
+      peak_rss_mib: peakMemoryMiB,
       spread_seconds: Number(values.spread),
       worker: own ? { own: true, task_queue: taskQueue, activity_slots: own.slots } : { own: false, task_queue: taskQueue },
       stalled,
@@ -514,12 +527,134 @@ async function billingDay() {
   }
 }
 
+/**
+ * --stored-events M: the organization's history, written straight to MongoDB before the setup (as
+ * the ingestion stores events, already rolled up): M events of the N customers, spread over the 11
+ * months before the billed one and attributed to the customers' subscriptions, so that every
+ * tenant-scoped query of the billing day runs against a collection that holds them.
+ */
+async function storeHistory(db, organizationId, customers, subscriptionIds, metrics, periodStart, tag) {
+  const started = Date.now();
+  const from = new Date(Date.UTC(periodStart.getUTCFullYear(), periodStart.getUTCMonth() - 11, 1)).getTime();
+  const span = periodStart.getTime() - from;
+  const BATCH = 10_000;
+  const batches = Math.ceil(STORED / BATCH);
+  let done = 0;
+  await pool(
+    Array.from({ length: batches }, (_, b) => b),
+    2,
+    async (b) => {
+      const now = new Date();
+      const docs = [];
+      for (let k = b * BATCH; k < Math.min(STORED, (b + 1) * BATCH); k++) {
+        const i = k % customers.length;
+        const metric = metrics[k % metrics.length];
+        docs.push({
+          _id: randomUUID(),
+          organization_id: organizationId,
+          transaction_id: `bd-${tag}-history-${k}`,
+          external_customer_id: customers[i].external_id,
+          customer_id: customers[i].id,
+          external_subscription_id: null,
+          subscription_ids: [subscriptionIds[i]],
+          code: metric.code,
+          billable_metric_id: metric.id,
+          timestamp: new Date(from + Math.floor((((k * 7919) % 1_000_003) / 1_000_003) * span)),
+          properties: metric.field_name ? { [metric.field_name]: 1 + (k % 7) } : {},
+          dimensions_key: '{}',
+          rolled_up: true,
+          created_at: now,
+          updated_at: now,
+        });
+      }
+      await db.models.Event.collection.insertMany(docs, { ordered: false });
+      done += docs.length;
+      if (b % 10 === 0) log(`history: ${done} of ${STORED} events stored`);
+    },
+  );
+  const secondsTaken = seconds(Date.now() - started);
+  log(`history: ${STORED} events stored in ${secondsTaken} s`);
+  return { events: STORED, seconds: secondsTaken };
+}
+
+/** The worker's commands since T0 divided by the N boundaries, in all and by command and collection. */
+function commandsPerBoundary(now, atT0) {
+  const per = (n) => Math.round((n / N) * 100) / 100;
+  const byCommand = Object.entries(now.by_command)
+    .map(([name, n]) => [name, per(n - (atT0.by_command[name] ?? 0))])
+    .filter(([, n]) => n > 0)
+    .sort((a, b) => b[1] - a[1]);
+  return { total: per(now.total - atT0.total), by_command: Object.fromEntries(byCommand) };
+}
+
+/** The driver's commandStarted events of `db` (the worker's connection), by command and collection. */
+function countCommands(db) {
+  const counts = { total: 0, by_command: {} };
+  db.connection.getClient().on('commandStarted', (e) => {
+    counts.total++;
+    const collection = typeof e.command[e.commandName] === 'string' ? e.command[e.commandName] : '';
+    const name = `${e.commandName} ${collection}`.trim();
+    counts.by_command[name] = (counts.by_command[name] ?? 0) + 1;
+  });
+  return counts;
+}
+
+/**
+ * The resident memory of the stack's worker and API processes (found by their command lines) and
+ * of this process, sampled every second; `stop` gives each one's peak in MiB.
+ */
+function sampleMemory() {
+  const peaks = {};
+  const rssOf = (pid) => {
+    try {
+      const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+      return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+    } catch {
+      return 0;
+    }
+  };
+  const cwdOf = (pid) => {
+    try {
+      return realpathSync(`/proc/${pid}/cwd`);
+    } catch {
+      return null;
+    }
+  };
+  const sample = () => {
+    const seen = { worker: 0, api: 0 };
+    for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+      let cmd = '';
+      try {
+        cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+      } catch {
+        continue;
+      }
+      // The API may run as a cluster: each of its processes counts on its own. Only this checkout's stack.
+      const role = cmd.includes('dist/src/worker.js') ? 'worker' : cmd.includes('dist/src/server.js') ? 'api' : null;
+      if (role && cwdOf(pid) !== root) continue;
+      if (role) seen[role] = Math.max(seen[role], rssOf(pid));
+    }
+    seen.bench = process.memoryUsage().rss / 1024 / 1024;
+    for (const [role, mib] of Object.entries(seen)) if (mib > 0) peaks[role] = Math.max(peaks[role] ?? 0, Math.round(mib));
+  };
+  sample();
+  const timer = setInterval(sample, 1000);
+  return {
+    stop() {
+      clearInterval(timer);
+      sample();
+      return peaks;
+    },
+  };
+}
+
 async function startOwnWorker(client) {
   const { Worker, NativeConnection } = await import('@temporalio/worker');
   const [{ createActivities }, { wrapClient }] = await Promise.all([dist('activities/index.js'), dist('src/temporal/client.js')]);
   const taskQueue = `billing-day-${randomUUID().slice(0, 8)}`;
   const slots = values.slots ? Number(values.slots) : N + 100;
-  const db = await connectDb(values['mongodb-uri']);
+  const db = await connectDb(values['mongodb-uri'], { monitorCommands: true });
+  const commands = countCommands(db);
   const connection = await NativeConnection.connect({ address: values['temporal-address'] });
   const worker = await Worker.create({
     connection,
@@ -535,6 +670,7 @@ async function startOwnWorker(client) {
   return {
     taskQueue,
     slots,
+    commands,
     async stop() {
       worker.shutdown();
       await running;

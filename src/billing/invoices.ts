@@ -7,6 +7,8 @@ import type { Db } from '../db';
 import { isDuplicateKeyError } from '../db';
 import type { AppliedCouponDoc } from '../db/models/applied-coupon';
 import type { InvoiceDoc, InvoiceType } from '../db/models/invoice';
+import type { FeeDoc } from '../db/models/fee';
+import type { OrganizationDoc } from '../db/models/organization';
 import { applyCoupons, type AppliedCoupon, type CouponApplication } from '../domain/coupons';
 import { assembleInvoice, type AssembledFee, type AssembledInvoice, type PricedFee } from '../domain/invoice-assembly';
 import { Dec, nonNegative, roundCents } from '../domain/money';
@@ -186,6 +188,7 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
     Customer.findById(input.customerId).lean(),
   ]);
   if (!organization || !customer) throw new Error(`organization or customer of invoice ${input.idempotencyKey} not found`);
+  const id = invoiceIdFor(input.organizationId, input.idempotencyKey);
   const [taxes, coupons] = await Promise.all([
     loadTaxSets(db, {
       organizationId: input.organizationId,
@@ -195,7 +198,9 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
       addOnIds: input.fees.flatMap((f) => (f.add_on_id ? [f.add_on_id] : [])),
     }),
     // A purchase of wallet credits is never discounted (nor credited, nor paid by a wallet: see finalizeInvoice).
-    input.invoiceType === 'credit' ? [] : appliedCouponsOf(db, input.organizationId, input.customerId),
+    // Read as the finalization reads them for this invoice (a new one: the active ones), so that a
+    // finalization at creation takes them from here.
+    input.invoiceType === 'credit' ? [] : appliedCouponsOf(db, input.organizationId, input.customerId, id),
   ]);
   const assembled: AssembledInvoice = assembleInvoice({
     currency: input.currency,
@@ -205,7 +210,6 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
     ...input.assembly,
   });
 
-  const id = invoiceIdFor(input.organizationId, input.idempotencyKey);
   const doc = {
     _id: id,
     organization_id: input.organizationId,
@@ -246,40 +250,53 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
   };
   // Fees first: an invoice document is only ever visible with all its lines.
   // (A periodic invoice may have no line at all: it is still issued, at zero.)
-  if (assembled.fees.length > 0) {
-    await Fee.collection
-      .insertMany(
-        assembled.fees.map((fee) =>
-          feeRecord(fee, {
-            id: deterministicId(`fee/${id}/${fee.key}`),
-            organizationId: input.organizationId,
-            invoiceId: id,
-            customerId: input.customerId,
-            subscriptionId: input.subscriptionId ?? null,
-            currency: input.currency,
-            periodStartedAt: fee.period?.from ?? input.linesPeriod?.from ?? input.periodStartedAt ?? null,
-            periodEndedAt: fee.period?.to ?? input.linesPeriod?.to ?? input.periodEndedAt ?? null,
-            at: input.at,
-          }),
-        ) as never[],
-        { ordered: false },
-      )
-      .catch((err: unknown) => {
-        if (!isDuplicateKeyError(err)) throw err; // a retry: the lines are there already
-      });
+  const fees = assembled.fees
+    .map((fee) =>
+      feeRecord(fee, {
+        id: deterministicId(`fee/${id}/${fee.key}`),
+        organizationId: input.organizationId,
+        invoiceId: id,
+        customerId: input.customerId,
+        subscriptionId: input.subscriptionId ?? null,
+        currency: input.currency,
+        periodStartedAt: fee.period?.from ?? input.linesPeriod?.from ?? input.periodStartedAt ?? null,
+        periodEndedAt: fee.period?.to ?? input.linesPeriod?.to ?? input.periodEndedAt ?? null,
+        at: input.at,
+      }),
+    )
+    .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  if (fees.length > 0) {
+    await Fee.collection.insertMany(fees.map((fee) => ({ ...fee })) as never[], { ordered: false }).catch((err: unknown) => {
+      if (!isDuplicateKeyError(err)) throw err; // a retry: the lines are there already
+    });
   }
   let invoice: InvoiceDoc;
+  let createdHere = true;
   try {
     invoice = (await Invoice.create(doc)).toObject();
   } catch (err) {
     if (!isDuplicateKeyError(err)) throw err;
     invoice = (await Invoice.findOne(byKey).lean())!;
+    createdHere = false;
   }
-  await emitInvoiceEvent(db, deps, invoice, 'invoice.created', input.at);
+  // A new invoice's lines are the ones just written; one found by its key (a concurrent creation) is read.
+  const created = createdHere ? (fees as FeeDoc[]) : undefined;
+  await emitInvoiceEvent(db, deps, invoice, 'invoice.created', input.at, created);
   if (input.finalizeAtCreation && invoice.status === 'draft' && invoice.grace_period_days === 0) {
-    invoice = await finalizeInvoice(db, deps, invoice._id, input.at);
+    invoice = await finalizeDraft(db, deps, invoice, input.at, {
+      organization,
+      timezone: customer.timezone ?? organization.timezone,
+      coupons,
+      ...(created ? { fees: created } : {}),
+    });
   }
-  await ensureInvoiceWorkflow(deps.temporal, invoice, await clockOfCustomer(db, customer), await invoiceOverdueAt(db, invoice));
+  const timezone = customer.timezone ?? organization.timezone ?? 'UTC';
+  await ensureInvoiceWorkflow(
+    deps.temporal,
+    invoice,
+    await clockOfCustomer(db, customer),
+    invoice.payment_due_date ? overdueAt(invoice.payment_due_date, timezone) : null,
+  );
   return invoice;
 }
 
@@ -340,8 +357,9 @@ async function emitInvoiceEvent(
   invoice: InvoiceDoc,
   type: 'invoice.created' | 'invoice.finalized' | 'invoice.paid' | 'invoice.voided' | 'invoice.payment_overdue',
   at: Date,
+  known?: FeeDoc[],
 ) {
-  const fees = await db.models.Fee.find({ invoice_id: invoice._id }).sort({ key: 1 }).lean();
+  const fees = known ?? (await db.models.Fee.find({ invoice_id: invoice._id }).sort({ key: 1 }).lean());
   await emitEvent(deps, {
     organizationId: invoice.organization_id,
     type,
@@ -371,7 +389,25 @@ export async function finalizeInvoice(db: Db, deps: InvoiceDeps, invoiceId: stri
     Customer.findById(invoice.customer_id, { timezone: 1 }).lean(),
   ]);
   if (!organization) throw new Error(`organization of invoice ${invoiceId} not found`);
-  const timezone = customer?.timezone ?? organization.timezone;
+  return finalizeDraft(db, deps, invoice, at, { organization, timezone: customer?.timezone ?? organization.timezone });
+}
+
+/**
+ * What the finalization of a draft already read knows (createInvoice finalizing what it just
+ * created): its organization, the customer's time zone, the customer's applied coupons as
+ * appliedCouponsOf gives them for this invoice, and its fees.
+ */
+interface DraftContext {
+  organization: Pick<OrganizationDoc, 'document_number_prefix'>;
+  timezone: string;
+  coupons?: AppliedCoupon[];
+  fees?: FeeDoc[];
+}
+
+async function finalizeDraft(db: Db, deps: InvoiceDeps, invoice: InvoiceDoc, at: Date, known: DraftContext): Promise<InvoiceDoc> {
+  const { Invoice } = db.models;
+  const invoiceId = invoice._id;
+  const { organization, timezone } = known;
 
   const sequence = await takeDocumentNumber(db, { organizationId: invoice.organization_id, kind: 'invoice', documentId: invoice._id });
   const { issuingDate, paymentDueDate } = invoiceDueDates(at, invoice.net_payment_term, timezone);
@@ -382,7 +418,7 @@ export async function finalizeInvoice(db: Db, deps: InvoiceDeps, invoiceId: stri
   // A `credit` invoice (a purchase of wallet credits) takes no coupon, credit note or wallet credit:
   // it is paid in money, and the credits it buys pay for the taxed invoices later.
   const purchase = invoice.invoice_type === 'credit';
-  const coupons = purchase ? { applications: [], total: new Dec(0) } : await claimCoupons(db, invoice, at);
+  const coupons = purchase ? { applications: [], total: new Dec(0) } : await claimCoupons(db, invoice, at, known.coupons);
   const due = nonNegative(
     amountOf(invoice.subtotal)
       .plus(amountOf(invoice.tax_amount))
@@ -444,16 +480,16 @@ export async function finalizeInvoice(db: Db, deps: InvoiceDeps, invoiceId: stri
     },
     { returnDocument: 'after' },
   ).lean();
-  return afterFinalization(db, deps, finalized ?? (await Invoice.findById(invoiceId).lean())!, at);
+  return afterFinalization(db, deps, finalized ?? (await Invoice.findById(invoiceId).lean())!, at, known.fees);
 }
 
 /** What follows the status change of finalization; idempotent, so a retry may run it again. */
-async function afterFinalization(db: Db, deps: InvoiceDeps, invoice: InvoiceDoc, at: Date): Promise<InvoiceDoc> {
+async function afterFinalization(db: Db, deps: InvoiceDeps, invoice: InvoiceDoc, at: Date, fees?: FeeDoc[]): Promise<InvoiceDoc> {
   const finalizedAt = invoice.finalized_at ?? at;
   // Claimed before the status change already; an invoice finalized before claims existed records
   // its uses here (each use carries the invoice as a marker, so this is a no-op otherwise).
   for (const used of invoice.applied_coupons) await consumeCoupon(db, invoice._id, used.applied_coupon_id, finalizedAt);
-  await emitInvoiceEvent(db, deps, invoice, 'invoice.finalized', finalizedAt);
+  await emitInvoiceEvent(db, deps, invoice, 'invoice.finalized', finalizedAt, fees);
   // Covered at finalization (coupons, credit notes, wallets): paid with it.
   if (invoice.status === 'paid' && invoice.paid_at && invoice.paid_at.getTime() === finalizedAt.getTime()) {
     await afterPaid(db, deps, invoice, finalizedAt);
@@ -484,12 +520,18 @@ const amountOf = (value: Parameters<typeof fromDecimal128>[0]) => fromDecimal128
  * up meanwhile, the coupons are applied again without it (the uses already claimed stay this
  * invoice's: a retry finds them by their marker).
  */
-async function claimCoupons(db: Db, invoice: InvoiceDoc, at: Date): Promise<{ applications: CouponApplication[]; total: Dec }> {
+async function claimCoupons(
+  db: Db,
+  invoice: InvoiceDoc,
+  at: Date,
+  preloaded?: AppliedCoupon[],
+): Promise<{ applications: CouponApplication[]; total: Dec }> {
   for (let round = 1; ; round++) {
     const result = applyCoupons({
       currency: invoice.currency,
       subtotal: amountOf(invoice.subtotal),
-      applied_coupons: await appliedCouponsOf(db, invoice.organization_id, invoice.customer_id, invoice._id),
+      applied_coupons:
+        round === 1 && preloaded ? preloaded : await appliedCouponsOf(db, invoice.organization_id, invoice.customer_id, invoice._id),
     });
     let lost = false;
     for (const application of result.applications) {

@@ -635,6 +635,10 @@ export async function consumeWalletsForInvoice(
   input: ConsumeWalletsInput,
   emit?: Pick<EmitDeps, 'temporal'>,
 ): Promise<{ totalCents: Decimal; consumptions: WalletConsumption[] }> {
+  // A customer without any wallet (none ever, so no earlier consumption either) has nothing to
+  // consume: one read instead of the lease's round trips.
+  if (!(await db.models.Wallet.exists({ organization_id: input.organizationId, customer_id: input.customerId })))
+    return { totalCents: new Dec(0), consumptions: [] };
   // Attempts for the same invoice take turns (see WalletConsumptionLeaseDoc); other invoices don't wait.
   return withInvoiceLease(db.models, input, () => consumeUnderLease(db, input, emit));
 }

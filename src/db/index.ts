@@ -80,6 +80,9 @@ const RETIRED_INDEXES: readonly { model: keyof Models; name: string }[] = [
   // Invoice idempotency keys are per organization now ({ organization_id, idempotency_key }); on
   // the key alone, a second organization using a key could not have its own invoice.
   { model: 'Invoice', name: 'idempotency_key_1' },
+  // Daily rows are unique by their _id (subscription, metric, date, dimensions); the unique
+  // compound index repeated it, and only served equality on all four keys in the stand-in.
+  { model: 'DailyUsage', name: 'subscription_id_1_billable_metric_id_1_usage_date_1_dimensions_key_1' },
 ];
 
 /** Error codes of dropping an index that is not there: no such collection (26) or index (27). */
@@ -133,9 +136,11 @@ function bindModels(connection: Connection): Models {
   };
 }
 
-export async function connectDb(uri: string, options: { maxPoolSize?: number } = {}): Promise<Db> {
+export async function connectDb(uri: string, options: { maxPoolSize?: number; monitorCommands?: boolean } = {}): Promise<Db> {
   const connection = mongoose.createConnection(uri, {
     maxPoolSize: options.maxPoolSize ?? 50,
+    // The driver's command monitoring (commandStarted events on the client), for benchmarks.
+    ...(options.monitorCommands ? { monitorCommands: true } : {}),
     serverSelectionTimeoutMS: 10_000,
     // Fail fast instead of queueing operations while disconnected.
     bufferCommands: false,

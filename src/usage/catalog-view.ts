@@ -62,6 +62,7 @@ class Memo<V> {
 
 export class CatalogView {
   private readonly metrics = new Memo<MetricView>(MEMO_MS);
+  private readonly metricIds = new Memo<MetricView>(MEMO_MS);
   private readonly plans = new Memo<PlanView>(MEMO_MS);
 
   constructor(private readonly db: Db) {}
@@ -90,12 +91,28 @@ export class CatalogView {
     return found;
   }
 
+  /** Metrics by id, deleted ones too (a plan may still bill one); memoized like the others. */
   async metricsById(organizationId: string, ids: string[]): Promise<Map<string, MetricView>> {
-    const docs = await this.db.connection
-      .collection<MetricView>('billable_metrics')
-      .find({ organization_id: organizationId, _id: { $in: ids } })
-      .toArray();
-    return new Map(docs.map((d) => [d._id, { ...d, filters: d.filters ?? [] }]));
+    const now = Date.now();
+    const found = new Map<string, MetricView>();
+    const missing: string[] = [];
+    for (const id of new Set(ids)) {
+      const hit = this.metricIds.get(`${organizationId}|${id}`, now);
+      if (hit) found.set(id, hit);
+      else missing.push(id);
+    }
+    if (missing.length > 0) {
+      const docs = await this.db.connection
+        .collection<MetricView>('billable_metrics')
+        .find({ organization_id: organizationId, _id: { $in: missing } })
+        .toArray();
+      for (const doc of docs) {
+        const metric = { ...doc, filters: doc.filters ?? [] };
+        this.metricIds.set(`${organizationId}|${doc._id}`, metric, now);
+        found.set(doc._id, metric);
+      }
+    }
+    return found;
   }
 
   async plansById(ids: string[], options: { fresh?: boolean } = {}): Promise<Map<string, PlanView>> {

@@ -93,21 +93,37 @@ export async function computeChargeUsage(
   metrics: Map<string, MetricView>,
   range: UsageRange,
 ): Promise<ChargeUsage[]> {
+  const metricOf = (charge: ChargeView) => {
+    const metric = metrics.get(charge.billable_metric_id);
+    if (!metric) throw new Error(`billable metric ${charge.billable_metric_id} of charge ${charge._id} not found`);
+    return metric;
+  };
+  const skipped = (metric: MetricView) =>
+    range.metricIdsWithEvents !== undefined && !carriesOver(metric) && !range.metricIdsWithEvents.has(metric._id);
+  const readsDaily = (charge: ChargeView, metric: MetricView) => dailyRollUpSupport(metric).exact && !needsEvents(charge);
+  // The daily rows of every charge read over the range itself (not from the subscription's start)
+  // come from one query.
+  const shared = [
+    ...new Set(
+      plan.charges.flatMap((charge) => {
+        const metric = metricOf(charge);
+        return readsDaily(charge, metric) && !skipped(metric) && !carriesOver(metric) ? [metric._id] : [];
+      }),
+    ),
+  ];
+  const sharedRows = shared.length > 0 ? await dailyRows(db, range.subscriptionId, shared, range) : null;
   return Promise.all(
     plan.charges.map(async (charge) => {
-      const metric = metrics.get(charge.billable_metric_id);
-      if (!metric) throw new Error(`billable metric ${charge.billable_metric_id} of charge ${charge._id} not found`);
+      const metric = metricOf(charge);
       const from = carriesOver(metric) ? range.subscriptionStartedAt : range.from;
       // Taken before `from` is moved back to the subscription start for a recurring metric.
       const prorate = proratedInArrear(charge)
         ? prorationFor({ from: range.from, to: range.to, timezone: range.timezone, ratio: range.proration, billedTo: range.billedTo })
         : undefined;
-      const useDaily = dailyRollUpSupport(metric).exact && !needsEvents(charge);
-      const skip = range.metricIdsWithEvents !== undefined && !carriesOver(metric) && !range.metricIdsWithEvents.has(metric._id);
-      const aggregations = skip
+      const aggregations = skipped(metric)
         ? { default: emptyAggregation(), filters: charge.filters.map(() => emptyAggregation()) }
-        : useDaily
-          ? await fromDailyRows(db, charge, metric, { ...range, from })
+        : readsDaily(charge, metric)
+          ? await fromDailyRows(db, charge, metric, { ...range, from }, shared.includes(metric._id) ? sharedRows : null)
           : await fromEvents(db, charge, metric, { ...range, from }, prorate);
       const fees = computeChargeFees(
         {
@@ -170,16 +186,44 @@ async function fromEvents(db: Db, charge: ChargeView, metric: MetricView, range:
   };
 }
 
-async function fromDailyRows(db: Db, charge: ChargeView, metric: MetricView, range: UsageRange) {
-  // Whole local days between the first midnight at or after `from` and the last midnight at or
-  // before `to` come from the daily rows; a partial first or last day (a subscription or trial
-  // starting mid-day, a termination mid-day) is read raw.
+/** The whole local days of a range: from its first midnight at or after `from` to its last at or before `to`. */
+function wholeDaysOf(range: Pick<UsageRange, 'from' | 'to' | 'timezone'>) {
   const firstMidnight =
     startOfLocalDay(range.from, range.timezone).getTime() === range.from.getTime()
       ? range.from
       : startOfNextLocalDay(range.from, range.timezone);
   const lastMidnight = startOfLocalDay(range.to, range.timezone);
-  const wholeDays = firstMidnight < lastMidnight;
+  return { firstMidnight, lastMidnight, any: firstMidnight < lastMidnight };
+}
+
+interface DailyRow {
+  billable_metric_id: string;
+  usage_value: Parameters<typeof fromDecimal128>[0];
+  events_count: number;
+  dimensions_key: string;
+  usage_date: string;
+}
+
+/** The daily rows of a subscription's `metricIds` over the whole days of `range` (none: empty). */
+async function dailyRows(db: Db, subscriptionId: string, metricIds: string[], range: UsageRange): Promise<DailyRow[]> {
+  const { firstMidnight, lastMidnight, any } = wholeDaysOf(range);
+  if (!any) return [];
+  return db.models.DailyUsage.find(
+    {
+      subscription_id: subscriptionId,
+      billable_metric_id: metricIds.length === 1 ? metricIds[0]! : { $in: metricIds },
+      usage_date: { $gte: localDate(firstMidnight, range.timezone), $lt: localDate(lastMidnight, range.timezone) },
+    },
+    { billable_metric_id: 1, usage_value: 1, events_count: 1, dimensions_key: 1, usage_date: 1 },
+  ).lean<DailyRow[]>();
+}
+
+async function fromDailyRows(db: Db, charge: ChargeView, metric: MetricView, range: UsageRange, preloaded: DailyRow[] | null) {
+  // Whole local days between the first midnight at or after `from` and the last midnight at or
+  // before `to` come from the daily rows (`preloaded`: already read with other metrics' rows); a
+  // partial first or last day (a subscription or trial starting mid-day, a termination mid-day)
+  // is read raw.
+  const { firstMidnight, lastMidnight, any: wholeDays } = wholeDaysOf(range);
   const partialRanges: [Date, Date][] = wholeDays
     ? [
         ...(firstMidnight > range.from ? [[range.from, firstMidnight] as [Date, Date]] : []),
@@ -187,16 +231,9 @@ async function fromDailyRows(db: Db, charge: ChargeView, metric: MetricView, ran
       ]
     : [[range.from, range.to]];
   const partialEvents = (await Promise.all(partialRanges.map(([from, to]) => loadEvents(db, range, metric, from, to)))).flat();
-  const rows = wholeDays
-    ? await db.models.DailyUsage.find(
-        {
-          subscription_id: range.subscriptionId,
-          billable_metric_id: metric._id,
-          usage_date: { $gte: localDate(firstMidnight, range.timezone), $lt: localDate(lastMidnight, range.timezone) },
-        },
-        { usage_value: 1, events_count: 1, dimensions_key: 1, usage_date: 1 },
-      ).lean()
-    : [];
+  const rows = (preloaded ?? (await dailyRows(db, range.subscriptionId, [metric._id], range))).filter(
+    (row) => row.billable_metric_id === metric._id,
+  );
 
   const rowBuckets: { usage_date: string; usage_value: Decimal; events_count: number }[][] = charge.filters.map(() => []);
   const rowFallback: (typeof rowBuckets)[number] = [];

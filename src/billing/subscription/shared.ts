@@ -388,11 +388,12 @@ export async function progressiveFor(
 /** Writes the state's projection unless a newer state is already there, and reads it back. */
 export async function save(ctx: StepContext, state: SubscriptionState): Promise<SubscriptionResource> {
   const { Subscription } = ctx.db.models;
-  await Subscription.updateOne(
-    { _id: state.subscriptionId, state_version: { $lt: state.version } },
-    { $set: { ...projectionOf(state), updated_at: new Date() } },
-  );
-  const doc = await Subscription.findById(state.subscriptionId).lean();
+  const doc =
+    (await Subscription.findOneAndUpdate(
+      { _id: state.subscriptionId, state_version: { $lt: state.version } },
+      { $set: { ...projectionOf(state), updated_at: new Date() } },
+      { returnDocument: 'after' },
+    ).lean()) ?? (await Subscription.findById(state.subscriptionId).lean());
   if (!doc) throw new Error(`subscription ${state.subscriptionId} not found`);
   return toSubscriptionResource(doc);
 }

@@ -34,4 +34,6 @@ export const dailyUsageSchema = new Schema<DailyUsageDoc>(
   collectionOptions<DailyUsageDoc>('daily_usage'),
 );
 
-dailyUsageSchema.index({ subscription_id: 1, billable_metric_id: 1, usage_date: 1, dimensions_key: 1 }, { unique: true });
+// A row's _id is (subscription, metric, date, dimensions) (dailyRowId): that is its uniqueness. This
+// index answers "a subscription's rows of these metrics over these dates" (a range on usage_date).
+dailyUsageSchema.index({ subscription_id: 1, billable_metric_id: 1, usage_date: 1 });
