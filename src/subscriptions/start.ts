@@ -47,7 +47,7 @@ export function initialState(doc: SubscriptionDoc, plan: PlanSnapshot, timezone:
     canceledAt: null,
     terminatedAt: null,
     onTerminationAction: doc.on_termination_action,
-    progressive: { enabled: false, nextCheckAt: null },
+    progressive: { enabled: false, nextCheckAt: null, checkedFrom: null },
     announced: false,
     jitterMs: jitterFor(doc._id, timing.jitterWindowMs),
     progressiveCheckMs: timing.progressiveCheckMs,

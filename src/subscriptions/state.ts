@@ -59,7 +59,11 @@ export interface SubscriptionState {
   terminatedAt: string | null;
   onTerminationAction: OnTerminationAction;
   /** Progressive billing: whether the plan has usage thresholds, and when usage is next checked. */
-  progressive: { enabled: boolean; nextCheckAt: string | null };
+  /**
+   * `checkedFrom`: the start of the segment in which a threshold check last ran (null: none in
+   * this segment; absent: a state from before the mark, treated as checked).
+   */
+  progressive: { enabled: boolean; nextCheckAt: string | null; checkedFrom?: string | null };
   /** subscription.created was emitted (the first step emits it). */
   announced: boolean;
   /** Billing-day spread: every boundary step runs this long after the boundary (same amounts). */

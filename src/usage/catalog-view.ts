@@ -2,7 +2,9 @@
 // Read from the raw collections (lean, no casting) with short-lived per-process memo for the hot
 // ingestion path. A memo entry only ever speeds up a lookup that would give the same answer a
 // few seconds earlier; nothing here admits a request that should be refused.
+import type Decimal from 'decimal.js';
 import type { Db } from '../db';
+import { fromDecimal128 } from '../db/decimal';
 import type { AggregationMetric } from '../domain/aggregation/metric';
 import type { ChargeModel } from '../domain/charge-models';
 
@@ -45,6 +47,11 @@ export interface PlanView {
   charges: ChargeView[];
 }
 
+export interface PlanTerms {
+  commitmentCents: Decimal | null;
+  thresholds: number;
+}
+
 const MEMO_MS = 3000;
 
 class Memo<V> {
@@ -64,6 +71,7 @@ export class CatalogView {
   private readonly metrics = new Memo<MetricView>(MEMO_MS);
   private readonly metricIds = new Memo<MetricView>(MEMO_MS);
   private readonly plans = new Memo<PlanView>(MEMO_MS);
+  private readonly terms = new Memo<PlanTerms>(MEMO_MS);
 
   constructor(private readonly db: Db) {}
 
@@ -113,6 +121,23 @@ export class CatalogView {
       }
     }
     return found;
+  }
+
+  /**
+   * What a plan's invoices need besides its charges: its minimum commitment (null: none) and how
+   * many usage thresholds it has. Memoized like the plan (`fresh`: read now).
+   */
+  async planTerms(planId: string, options: { fresh?: boolean } = {}): Promise<PlanTerms> {
+    const now = Date.now();
+    const hit = options.fresh ? undefined : this.terms.get(planId, now);
+    if (hit) return hit;
+    const [commitment, thresholds] = await Promise.all([
+      this.db.models.Commitment.findOne({ plan_id: planId }, { amount_cents: 1 }).lean(),
+      this.db.models.UsageThreshold.countDocuments({ plan_id: planId }),
+    ]);
+    const terms = { commitmentCents: commitment ? fromDecimal128(commitment.amount_cents)! : null, thresholds };
+    this.terms.set(planId, terms, now);
+    return terms;
   }
 
   async plansById(ids: string[], options: { fresh?: boolean } = {}): Promise<Map<string, PlanView>> {

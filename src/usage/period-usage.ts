@@ -186,6 +186,20 @@ async function fromEvents(db: Db, charge: ChargeView, metric: MetricView, range:
   };
 }
 
+/**
+ * Whether every charge's usage over `range` comes from the daily rows of whole days alone (metrics
+ * that do not carry over, daily-exact, a range from midnight to midnight): then one read of the
+ * rows tells which charges had usage, and scoping by metricIdsWithEvents saves nothing.
+ */
+export function readsWholeDaysOnly(plan: PlanView, metrics: Map<string, MetricView>, range: Pick<UsageRange, 'from' | 'to' | 'timezone'>) {
+  const { firstMidnight, lastMidnight } = wholeDaysOf(range);
+  if (firstMidnight.getTime() !== range.from.getTime() || lastMidnight.getTime() !== range.to.getTime()) return false;
+  return plan.charges.every((charge) => {
+    const metric = metrics.get(charge.billable_metric_id);
+    return metric !== undefined && !carriesOver(metric) && dailyRollUpSupport(metric).exact && !needsEvents(charge);
+  });
+}
+
 /** The whole local days of a range: from its first midnight at or after `from` to its last at or before `to`. */
 function wholeDaysOf(range: Pick<UsageRange, 'from' | 'to' | 'timezone'>) {
   const firstMidnight =

@@ -48,7 +48,7 @@ export async function endTrial(ctx: StepContext, state: SubscriptionState, at: D
     ...state,
     trialEnded: true,
     progressive: state.progressive.enabled
-      ? { enabled: true, nextCheckAt: iso(new Date(at.getTime() + state.progressiveCheckMs)) }
+      ? { ...state.progressive, nextCheckAt: iso(new Date(at.getTime() + state.progressiveCheckMs)) }
       : state.progressive,
     version: state.version + 1,
   };

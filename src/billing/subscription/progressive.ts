@@ -29,7 +29,12 @@ export async function checkThresholds(ctx: StepContext, state: SubscriptionState
   const segmentFrom = new Date(state.segmentFrom ?? period.from);
   const next: SubscriptionState = {
     ...state,
-    progressive: await progressiveFor(ctx, state.plan, at, state.progressiveCheckMs),
+    // Read now (a threshold removed a moment ago is not checked again); marked: the segment has
+    // had a check, so its invoices look for progressive invoices to credit.
+    progressive: {
+      ...(await progressiveFor(ctx, state.plan, at, state.progressiveCheckMs, { fresh: true })),
+      checkedFrom: iso(segmentFrom),
+    },
     version: state.version + 1,
   };
   const invoiceIds: string[] = [];

@@ -27,7 +27,7 @@ import { workflowIds } from '../../temporal/workflow-ids';
 import { emitEvent } from '../../webhooks/emit-event';
 import { CatalogView, type PlanView } from '../../usage/catalog-view';
 import { billedPerEvent } from '../../domain/charge-rules';
-import { computeChargeUsage, type ChargeUsage } from '../../usage/period-usage';
+import { computeChargeUsage, readsWholeDaysOnly, type ChargeUsage } from '../../usage/period-usage';
 import { iso } from '../../resources/format';
 import { toSubscriptionResource, type SubscriptionResource } from '../../resources/subscription';
 import { projectionOf } from '../../subscriptions/projection';
@@ -181,8 +181,11 @@ export async function segmentLines(
   // Charges billed event by event as their events arrive are not billed again here.
   const charges = invoiceable.filter((c) => !billedPerEvent(c, metrics.get(c.billable_metric_id)!));
   if (charges.length > 0 && start.getTime() < usageTo.getTime()) {
-    const withEvents = await metricsWithEvents(ctx, state, start, usageTo);
-    const usage = await computeChargeUsage(ctx.db, { ...plan, charges }, metrics, {
+    const billed = { ...plan, charges };
+    const withEvents = readsWholeDaysOnly(billed, metrics, { from: start, to: usageTo, timezone: state.timezone })
+      ? undefined
+      : await metricsWithEvents(ctx, state, start, usageTo);
+    const usage = await computeChargeUsage(ctx.db, billed, metrics, {
       subscriptionId: state.subscriptionId,
       organizationId: state.organizationId,
       from: start,
@@ -193,7 +196,7 @@ export async function segmentLines(
       timezone: state.timezone,
       ...(options.now ? { now: options.now } : {}),
       proration: proration ?? FULL_PERIOD,
-      metricIdsWithEvents: withEvents,
+      ...(withEvents ? { metricIdsWithEvents: withEvents } : {}),
     });
     fees.push(...usage.flatMap(chargeLines));
   }
@@ -273,10 +276,14 @@ export async function issue(
   at: Date,
   key: string,
 ): Promise<InvoiceDoc> {
-  const commitment = lines.commitment ? await ctx.db.models.Commitment.findOne({ plan_id: lines.plan.id }).lean() : null;
-  const progressive = lines.commitment
-    ? await progressiveInvoices(ctx, state.subscriptionId, new Date(state.segmentFrom ?? state.currentPeriod!.from))
-    : [];
+  const commitment = lines.commitment ? (await ctx.catalog.planTerms(lines.plan.id)).commitmentCents : null;
+  // Progressive invoices exist in a segment only when a threshold check ran in it (or may run: a
+  // state from before checks were marked has no mark, and is looked up).
+  const checked = state.progressive.enabled || state.progressive.checkedFrom !== null;
+  const progressive =
+    lines.commitment && checked
+      ? await progressiveInvoices(ctx, state.subscriptionId, new Date(state.segmentFrom ?? state.currentPeriod!.from))
+      : [];
   return createInvoice(ctx.db, ctx.deps, {
     organizationId: state.organizationId,
     customerId: state.customerId,
@@ -290,9 +297,7 @@ export async function issue(
     periodEndedAt: period.to,
     linesPeriod: lines.span,
     assembly: {
-      ...(commitment
-        ? { minimum_commitment: { amount_cents: fromDecimal128(commitment.amount_cents)! }, commitment_proration: lines.proration }
-        : {}),
+      ...(commitment ? { minimum_commitment: { amount_cents: commitment }, commitment_proration: lines.proration } : {}),
       ...(progressive.length > 0 ? { progressive_billing_credits: progressiveCredits(progressive) } : {}),
     },
     // Without a grace period the invoice is finalized before the step returns, so that periods
@@ -375,14 +380,21 @@ async function finalizeNow(ctx: StepContext, invoiceId: string): Promise<void> {
 
 // ---- state, projection and events ---------------------------------------------------------
 
+/**
+ * The progressive billing of a segment starting at `from`: checks every `checkMs` while the plan
+ * has usage thresholds; no check has run in it yet (`checkedFrom`, see checkThresholds).
+ */
 export async function progressiveFor(
   ctx: StepContext,
   plan: PlanSnapshot,
   from: Date,
   checkMs: number,
+  options: { fresh?: boolean } = {},
 ): Promise<SubscriptionState['progressive']> {
-  const count = await ctx.db.models.UsageThreshold.countDocuments({ plan_id: plan.id });
-  return count > 0 ? { enabled: true, nextCheckAt: iso(new Date(from.getTime() + checkMs)) } : { enabled: false, nextCheckAt: null };
+  const { thresholds } = await ctx.catalog.planTerms(plan.id, options);
+  return thresholds > 0
+    ? { enabled: true, nextCheckAt: iso(new Date(from.getTime() + checkMs)), checkedFrom: null }
+    : { enabled: false, nextCheckAt: null, checkedFrom: null };
 }
 
 /** Writes the state's projection unless a newer state is already there, and reads it back. */
