@@ -1,10 +1,23 @@
-// Benchmarks against a running stack (npm start): event ingestion through HTTP, single-event POSTs
-// and batches of 100, then GET /v1/customers/{id}/current_usage for a customer with 1,000,000
-// events in the current period (the batches seed them).
-//   node bench/events.mjs [--url http://127.0.0.1:3000] [--duration 15] [--events 1000000]
+// Benchmarks against a running stack (npm start), all in one run on the same server:
+//   1. single-event POST /v1/events (group-committed), events/s;
+//   2. POST /v1/events/batch with 100 events per request, events/s;
+//   3. the raw ceiling: the MongoDB driver's insertMany of 100 event documents shaped exactly like
+//      the ones src/usage/ingest.ts stores (same fields, collection `events`, same organization,
+//      customer and subscription, unique transaction_ids, ordered: false), with the batch run's
+//      concurrency, for the same duration, directly against --mongodb-uri (the stack's server);
+//   4. GET /v1/customers/{id}/current_usage for a customer with --events events in the current
+//      period (batches seed them; --events 0 skips this part).
+// It prints the ratios single / batch (goal >= 0.7) and batch / raw ceiling (goal >= 0.8) in its
+// JSON output (stdout), one line per figure on stderr, and with --summary-json <file> writes the
+// rows {figure, value, unit, ceiling, ratio, goal} to that file.
+//   node bench/events.mjs [--url http://127.0.0.1:3000] [--mongodb-uri mongodb://127.0.0.1:27017/billing]
+//                         [--duration 15] [--connections 32] [--events 1000000] [--summary-json file]
 // Targets (2 cores): single >= 3,000 events/s, batch >= 30,000 events/s, current_usage p99 < 50 ms.
 import autocannon from 'autocannon';
+import { MongoClient } from 'mongodb';
 import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 
 const { values } = parseArgs({
@@ -14,11 +27,18 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '32' },
     events: { type: 'string', default: '1000000' },
     'mongodb-uri': { type: 'string', default: process.env.MONGODB_URI ?? 'mongodb://127.0.0.1:27017/billing' },
+    'summary-json': { type: 'string' },
   },
 });
 const base = values.url;
 const duration = Number(values.duration);
 const connections = Number(values.connections);
+// The batch run and the raw ceiling share this concurrency (requests, or insertMany calls, in flight).
+const batchConnections = Math.max(4, Math.floor(connections / 4));
+const WARM_UP_S = 2;
+const SINGLE_OVER_BATCH_GOAL = 0.7;
+const BATCH_OVER_RAW_GOAL = 0.8;
+const log = (line) => process.stderr.write(`[events] ${line}\n`);
 
 async function call(method, path, body, key) {
   const res = await fetch(base + path, {
@@ -79,7 +99,7 @@ const plan = await call(
 );
 const now = new Date();
 const periodStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
-let subscriptionExternalId = `bench-sub-${randomUUID()}`;
+const subscriptionExternalId = `bench-sub-${randomUUID()}`;
 const viaApi = await fetch(`${base}/v1/subscriptions`, {
   method: 'POST',
   headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
@@ -90,12 +110,15 @@ const viaApi = await fetch(`${base}/v1/subscriptions`, {
     started_at: periodStart.toISOString(),
   }),
 });
-if (!viaApi.ok) {
+let subscriptionId;
+if (viaApi.ok) {
+  subscriptionId = (await viaApi.json()).id;
+} else {
   // Before the subscriptions API exists: write the subscription projection directly.
-  const { MongoClient } = await import('mongodb');
+  subscriptionId = randomUUID();
   const client = await MongoClient.connect(values['mongodb-uri']);
   await client.db().collection('subscriptions').insertOne({
-    _id: randomUUID(),
+    _id: subscriptionId,
     organization_id: org.id,
     customer_id: customer.id,
     external_customer_id: customer.external_id,
@@ -136,7 +159,7 @@ const event = (spread = false) => ({
 });
 
 async function run(name, opts, eventsPerRequest) {
-  await autocannon({ ...opts, duration: 2 }); // warm-up
+  await autocannon({ ...opts, duration: WARM_UP_S }); // warm-up
   const r = await autocannon({ ...opts, duration });
   return {
     benchmark: name,
@@ -149,63 +172,178 @@ async function run(name, opts, eventsPerRequest) {
   };
 }
 const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-const results = [];
-results.push(
-  await run(
-    'POST /v1/events (one event per request)',
-    {
-      url: `${base}/v1/events`,
-      connections,
-      headers,
-      requests: [{ method: 'POST', setupRequest: (req) => ({ ...req, body: JSON.stringify(event()) }) }],
-    },
-    1,
-  ),
+log(
+  `organization ${org.id}; ${duration} s per figure after ${WARM_UP_S} s of warm-up; ${connections} connections, batches ${batchConnections}`,
 );
-results.push(
-  await run(
-    'POST /v1/events/batch (100 events per request)',
-    {
-      url: `${base}/v1/events/batch`,
-      connections: Math.max(4, connections / 4),
-      headers,
-      requests: [
-        {
-          method: 'POST',
-          setupRequest: (req) => ({ ...req, body: JSON.stringify({ events: Array.from({ length: 100 }, () => event()) }) }),
-        },
-      ],
-    },
-    100,
-  ),
+const single = await run(
+  'POST /v1/events (one event per request)',
+  {
+    url: `${base}/v1/events`,
+    connections,
+    headers,
+    requests: [{ method: 'POST', setupRequest: (req) => ({ ...req, body: JSON.stringify(event()) }) }],
+  },
+  1,
 );
+log(`single: ${single.events_per_s} events/s`);
+const batch = await run(
+  'POST /v1/events/batch (100 events per request)',
+  {
+    url: `${base}/v1/events/batch`,
+    connections: batchConnections,
+    headers,
+    requests: [
+      {
+        method: 'POST',
+        setupRequest: (req) => ({ ...req, body: JSON.stringify({ events: Array.from({ length: 100 }, () => event()) }) }),
+      },
+    ],
+  },
+  100,
+);
+log(`batch: ${batch.events_per_s} events/s`);
 
-// Seed up to the target number of events in the period, then measure current_usage.
-const target = Number(values.events);
-const seedStart = Date.now();
-const inFlight = 8;
-while (seq < target) {
+// The raw ceiling: what src/usage/ingest.ts writes for a batch of 100 (its insertMany only: no
+// auth, rate limit, reads or daily_usage), straight to the stack's MongoDB server.
+const client = await MongoClient.connect(values['mongodb-uri'], { maxPoolSize: batchConnections + 2 });
+const eventsCollection = client.db().collection('events');
+const rawIds = [];
+// The stable key of the metric's filter dimensions, as dimensionsKey() of src/usage/ingest.ts gives it.
+const dimensionsKeyOf = (properties) => JSON.stringify(['eu', 'us'].includes(properties.region) ? { region: properties.region } : {});
+// Its own sequence: `seq` counts the events sent through the API (the current_usage seed tops them up).
+let rawSeq = 0;
+function storedEvent(at) {
+  rawSeq++;
+  const properties = { calls: 1 + (rawSeq % 5), region: regions[rawSeq % 3] };
+  const doc = {
+    _id: randomUUID(),
+    organization_id: org.id,
+    transaction_id: `raw-${process.pid}-${rawSeq}`,
+    external_customer_id: customer.external_id,
+    customer_id: customer.id,
+    external_subscription_id: null,
+    subscription_ids: [subscriptionId],
+    code: 'api_calls',
+    billable_metric_id: metric.id,
+    timestamp: at,
+    properties,
+    dimensions_key: dimensionsKeyOf(properties),
+    rolled_up: false,
+    created_at: at,
+    updated_at: at,
+  };
+  rawIds.push(doc._id);
+  return doc;
+}
+async function insertManyFor(seconds) {
+  const latencies = [];
+  let errors = 0;
+  const started = Date.now();
+  const stopAt = started + seconds * 1000;
   await Promise.all(
-    Array.from({ length: inFlight }, () =>
-      seq < target ? call('POST', '/v1/events/batch', { events: Array.from({ length: 100 }, () => event(true)) }, key) : null,
-    ),
+    Array.from({ length: batchConnections }, async () => {
+      while (Date.now() < stopAt) {
+        const now = new Date();
+        const docs = Array.from({ length: 100 }, () => storedEvent(now));
+        const t0 = performance.now();
+        try {
+          await eventsCollection.insertMany(docs, { ordered: false });
+          latencies.push(performance.now() - t0);
+        } catch {
+          errors++;
+        }
+      }
+    }),
+  );
+  return { latencies, errors, seconds: (Date.now() - started) / 1000 };
+}
+await insertManyFor(WARM_UP_S); // warm-up
+const rawRun = await insertManyFor(duration);
+const sorted = rawRun.latencies.sort((a, b) => a - b);
+const percentile = (p) => (sorted.length ? Math.round(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]) : null);
+const raw = {
+  benchmark: `raw ceiling: driver insertMany of 100 event documents, ${batchConnections} in flight`,
+  requests_per_s: Math.round(sorted.length / rawRun.seconds),
+  events_per_s: Math.round((sorted.length * 100) / rawRun.seconds),
+  latency_ms: { p50: percentile(50), p99: percentile(99), max: sorted.length ? Math.round(sorted[sorted.length - 1]) : null },
+  errors: rawRun.errors,
+};
+log(`raw ceiling: ${raw.events_per_s} events/s`);
+
+const ratio = (a, b) => (b > 0 ? Math.round((a / b) * 100) / 100 : null);
+const ratios = {
+  single_over_batch: { value: ratio(single.events_per_s, batch.events_per_s), goal: `>= ${SINGLE_OVER_BATCH_GOAL}` },
+  batch_over_raw_ceiling: { value: ratio(batch.events_per_s, raw.events_per_s), goal: `>= ${BATCH_OVER_RAW_GOAL}` },
+};
+const results = [single, batch, raw];
+const summary = [
+  {
+    figure: 'POST /v1/events (single, group-committed)',
+    value: single.events_per_s,
+    unit: 'events/s',
+    ceiling: batch.events_per_s,
+    ratio: ratios.single_over_batch.value,
+    goal: ratios.single_over_batch.goal,
+  },
+  {
+    figure: 'POST /v1/events/batch (100 per request)',
+    value: batch.events_per_s,
+    unit: 'events/s',
+    ceiling: raw.events_per_s,
+    ratio: ratios.batch_over_raw_ceiling.value,
+    goal: ratios.batch_over_raw_ceiling.goal,
+  },
+  { figure: 'raw ceiling: driver insertMany of 100', value: raw.events_per_s, unit: 'events/s', ceiling: null, ratio: null, goal: null },
+];
+
+// Seed up to the target number of events in the period, then measure current_usage (--events 0: skipped).
+const target = Number(values.events);
+if (target > 0) {
+  // The raw ceiling's documents are not in daily_usage: removed so that the period holds only ingested events.
+  for (let i = 0; i < rawIds.length; i += 1000) await eventsCollection.deleteMany({ _id: { $in: rawIds.slice(i, i + 1000) } });
+  const seedStart = Date.now();
+  const inFlight = 8;
+  while (seq < target) {
+    await Promise.all(
+      Array.from({ length: inFlight }, () =>
+        seq < target ? call('POST', '/v1/events/batch', { events: Array.from({ length: 100 }, () => event(true)) }, key) : null,
+      ),
+    );
+  }
+  const seeded = { events_sent: seq, seed_seconds: Math.round((Date.now() - seedStart) / 1000) };
+  const usage = await call('GET', `/v1/customers/${customer.id}/current_usage`, null, key);
+  const currentUsage = {
+    ...(await run(
+      `GET /v1/customers/{id}/current_usage (${seq} events in the period)`,
+      {
+        url: `${base}/v1/customers/${customer.id}/current_usage`,
+        connections: 8,
+        headers: { authorization: `Bearer ${key}` },
+      },
+      0,
+    )),
+    events_per_s: undefined,
+    seeded,
+    // Stored events (autocannon prepares a few bodies it never sends, so events_sent is an upper bound).
+    usage_total_events: usage.charges[0].events_count,
+  };
+  results.push(currentUsage);
+  summary.push({
+    figure: `GET current_usage p99 (${usage.charges[0].events_count} events in the period)`,
+    value: currentUsage.latency_ms.p99,
+    unit: 'ms',
+    ceiling: null,
+    ratio: null,
+    goal: '< 50 ms',
+  });
+}
+await client.close();
+
+console.log(JSON.stringify({ benchmarks: results, ratios }, null, 2));
+for (const row of summary) {
+  const against = row.ratio === null ? '' : `  ratio ${row.ratio} (goal ${row.goal}) of ${row.ceiling} ${row.unit}`;
+  log(
+    `${row.figure.padEnd(60)} ${String(row.value).padStart(7)} ${row.unit}${against}${row.ratio === null && row.goal ? `  (goal ${row.goal})` : ''}`,
   );
 }
-const seeded = { events_sent: seq, seed_seconds: Math.round((Date.now() - seedStart) / 1000) };
-const usage = await call('GET', `/v1/customers/${customer.id}/current_usage`, null, key);
-results.push({
-  ...(await run(
-    `GET /v1/customers/{id}/current_usage (${seq} events in the period)`,
-    {
-      url: `${base}/v1/customers/${customer.id}/current_usage`,
-      connections: 8,
-      headers: { authorization: `Bearer ${key}` },
-    },
-    0,
-  )),
-  events_per_s: undefined,
-  seeded,
-  // Stored events (autocannon prepares a few bodies it never sends, so events_sent is an upper bound).
-  usage_total_events: usage.charges[0].events_count,
-});
-console.log(JSON.stringify(results, null, 2));
+if (values['summary-json']) writeFileSync(values['summary-json'], JSON.stringify(summary, null, 2) + '\n');
