@@ -148,6 +148,25 @@ describe('rate limit', () => {
   });
 });
 
+describe('rate limit under concurrency', () => {
+  it('counts 25 simultaneous requests one by one: exactly the limit of 10 pass, each with its own remaining count', async () => {
+    const limited = await createOrganization(stack.app, { events_rate_limit_per_minute: 10 });
+    // All in one window: not in the last 3 seconds of a minute.
+    const intoMinute = Date.now() % 60_000;
+    if (intoMinute > 57_000) await new Promise((resolve) => setTimeout(resolve, 60_000 - intoMinute + 100));
+    const answers = await Promise.all(
+      Array.from({ length: 25 }, () => stack.app.inject({ method: 'GET', url: '/v1/events', headers: limited.headers })),
+    );
+    const passed = answers.filter((a) => a.statusCode === 200);
+    expect(passed).toHaveLength(10);
+    expect(answers.filter((a) => a.statusCode === 429)).toHaveLength(15);
+    expect(passed.map((a) => Number(a.headers['x-ratelimit-remaining'])).sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    // The window's stored count is every request, refused ones included.
+    const windows = await stack.db.models.RateLimitWindow.find({ organization_id: limited.id }).lean();
+    expect(windows.reduce((n, w) => n + w.count, 0)).toBe(25);
+  });
+});
+
 describe('GET /v1/customers/{id}/current_usage', () => {
   it('prices the current period from the daily pre-aggregate, by filter', async () => {
     const o = await createOrganization(stack.app, { events_rate_limit_per_minute: 100_000 });

@@ -32,8 +32,15 @@ public class IndexedH2Backend extends H2Backend {
      */
     private static MVStore store;
 
+    /**
+     * The store's page cache, in MiB (MONGO_STAND_IN_CACHE_MB, default 256): MVStore's own default
+     * (16) holds a few hundred thousand documents' pages at most, after which every insert with a
+     * random key reads and decodes pages of the file again.
+     */
+    static final int CACHE_MB = Integer.parseInt(System.getenv().getOrDefault("MONGO_STAND_IN_CACHE_MB", "256"));
+
     public static IndexedH2Backend open(String fileName) {
-        store = MVStore.open(fileName);
+        store = new MVStore.Builder().fileName(fileName).cacheSize(CACHE_MB).open();
         return new IndexedH2Backend(store);
     }
 
