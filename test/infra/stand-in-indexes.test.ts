@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { Decimal128, type Document, MongoClient } from 'mongodb';
+import { type Collection, Decimal128, type Document, MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMongoStandIn, type RunningServer } from '../support/servers';
 
@@ -293,6 +293,51 @@ describe('an H2 file reopened', () => {
       expect(before.map((d) => d._id)).toEqual(expected);
       expect(after.map((d) => d._id)).toEqual(expected);
       expect(updated.map((d) => d._id)).toEqual(['d-000', ...expected]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it('keeps its unique indexes (tuples compared as values) through a reopen, a drop and a rebuild', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'stand-in-h2-'));
+    try {
+      const file = join(dir, 'data.mv');
+      const docs = Array.from({ length: 400 }, (_, i) => ({ _id: `u-${i}`, org: `o${i % 3}`, tx: `t-${i}`, n: i }));
+      const refusedCode = async (collection: Collection, doc: object) =>
+        collection.insertOne(doc as never).then(
+          () => 0,
+          (err: { code?: number }) => err.code ?? -1,
+        );
+      const first = await startMongoStandIn({ storage: file });
+      const client = await MongoClient.connect(first.address);
+      const docsOf = (c: MongoClient) => c.db('h2u').collection('docs');
+      await docsOf(client).createIndex({ org: 1, tx: 1 }, { unique: true });
+      await docsOf(client).insertMany(docs.map((d) => ({ ...d })) as unknown as Document[]);
+      expect(await refusedCode(docsOf(client), { _id: 'dup', org: 'o1', tx: 't-1' })).toBe(11000);
+      expect(await refusedCode(docsOf(client), { _id: 'u-5', org: 'ox', tx: 'fresh' })).toBe(11000);
+      expect(await refusedCode(docsOf(client), { _id: 'ok-1', org: 'o2', tx: 't-1' })).toBe(0);
+      await client.close();
+      await first.stop();
+
+      const again = await startMongoStandIn({ storage: file });
+      const reopened = await MongoClient.connect(again.address);
+      expect(await refusedCode(docsOf(reopened), { _id: 'dup-2', org: 'o1', tx: 't-1' })).toBe(11000);
+      expect(await refusedCode(docsOf(reopened), { _id: 'u-7', org: 'oy', tx: 'fresh' })).toBe(11000);
+      expect((await docsOf(reopened).findOne({ org: 'o1', tx: 't-301' }))?._id).toBe('u-301');
+      expect(await docsOf(reopened).countDocuments({})).toBe(401);
+      // Without the index the pair is accepted; built again, the index refuses to be built over it.
+      await docsOf(reopened).dropIndex('org_1_tx_1');
+      expect(await refusedCode(docsOf(reopened), { _id: 'dup-3', org: 'o1', tx: 't-1' })).toBe(0);
+      await expect(docsOf(reopened).createIndex({ org: 1, tx: 1 }, { unique: true })).rejects.toThrow();
+      await docsOf(reopened).deleteOne({ _id: 'dup-3' as unknown as never });
+      await docsOf(reopened).createIndex({ org: 1, tx: 1 }, { unique: true });
+      expect(await refusedCode(docsOf(reopened), { _id: 'dup-4', org: 'o1', tx: 't-1' })).toBe(11000);
+      await reopened.db('h2u').dropDatabase();
+      // A database created again under the same name starts empty, its indexes too.
+      await docsOf(reopened).createIndex({ org: 1, tx: 1 }, { unique: true });
+      expect(await refusedCode(docsOf(reopened), { _id: 'u-1', org: 'o1', tx: 't-1' })).toBe(0);
+      await reopened.close();
+      await again.stop();
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -9,6 +9,7 @@ import de.bwaldvogel.mongo.backend.CollectionOptions;
 import de.bwaldvogel.mongo.backend.CursorRegistry;
 import de.bwaldvogel.mongo.backend.Index;
 import de.bwaldvogel.mongo.backend.IndexKey;
+import de.bwaldvogel.mongo.backend.KeyValue;
 import de.bwaldvogel.mongo.backend.QueryResult;
 import de.bwaldvogel.mongo.backend.h2.H2Backend;
 import de.bwaldvogel.mongo.backend.h2.H2Collection;
@@ -75,6 +76,25 @@ public class IndexedH2Backend extends H2Backend {
         @Override
         protected Index<Object> openOrCreateSecondaryIndex(String collectionName, String indexName, List<IndexKey> keys, boolean sparse) {
             return new SecondaryIndex<>(indexName, keys);
+        }
+
+        /** H2's name of an index's map (H2Database.mapNameForIndex). */
+        private String indexMapName(String collectionName, String indexName) {
+            return getFullCollectionNamespace(collectionName) + "._index_" + indexName;
+        }
+
+        @Override
+        protected Index<Object> openOrCreateUniqueIndex(String collectionName, String indexName, List<IndexKey> keys, boolean sparse) {
+            return TupleUniqueIndex.open(store, indexMapName(collectionName, indexName), indexName, keys, sparse);
+        }
+
+        @Override
+        protected void dropIndex(MongoCollection<Object> collection, String indexName) {
+            super.dropIndex(collection, indexName);
+            String name = TupleUniqueIndex.mapName(indexMapName(collection.getCollectionName(), indexName));
+            if (store.hasMap(name)) {
+                store.removeMap(store.openMap(name, new MVMap.Builder<KeyValue, Object>().keyType(new TupleUniqueIndex.TupleKeyType())));
+            }
         }
     }
 

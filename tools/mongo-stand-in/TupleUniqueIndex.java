@@ -1,0 +1,97 @@
+// A unique index of the H2 backend whose keys compare as values (issue 17). mongo-java-server's
+// H2UniqueIndex keeps its keys in an MVMap typed by H2's ObjectDataType, which compares two key
+// tuples (KeyValue, not Comparable) by Java-serializing both: every lookup and insert serialized
+// keys dozens of times, and inserting into a collection of a few hundred thousand documents ran at
+// a few hundred documents a second. Here the same map, with the same stored form, compares tuples
+// value by value (SecondaryIndex.TUPLES); tuples equal as values but not as Java objects (1 and
+// 1.0, a missing field and null) still differ, ordered by their serialized form, so the index
+// accepts and refuses exactly what H2UniqueIndex did.
+//
+// The map has a name of its own (".tuples" after H2's), since the order of its entries differs: an
+// H2 file written before has its old map removed and the index is built again from the documents
+// when the collection opens (AbstractMongoCollection.addIndex fills an empty index).
+
+import de.bwaldvogel.mongo.backend.AbstractUniqueIndex;
+import de.bwaldvogel.mongo.backend.IndexKey;
+import de.bwaldvogel.mongo.backend.KeyValue;
+import de.bwaldvogel.mongo.backend.Missing;
+import org.h2.mvstore.MVMap;
+import org.h2.mvstore.MVStore;
+import org.h2.mvstore.type.ObjectDataType;
+
+import java.util.List;
+import java.util.Map.Entry;
+
+final class TupleUniqueIndex extends AbstractUniqueIndex<Object> {
+
+    /** H2's object type, with tuples compared as values. */
+    static final class TupleKeyType extends ObjectDataType {
+        @Override
+        public int compare(Object a, Object b) {
+            if (a instanceof KeyValue && b instanceof KeyValue) {
+                int c = SecondaryIndex.TUPLES.compare((KeyValue) a, (KeyValue) b);
+                if (c != 0 || a.equals(b)) {
+                    return c;
+                }
+            }
+            return super.compare(a, b);
+        }
+    }
+
+    static String mapName(String h2MapName) {
+        return h2MapName + ".tuples";
+    }
+
+    /** Opens the index's map; the map H2UniqueIndex kept for it in an older file is removed. */
+    static TupleUniqueIndex open(MVStore store, String h2MapName, String name, List<IndexKey> keys, boolean sparse) {
+        if (store.hasMap(h2MapName)) {
+            // Opened as H2 typed it (removeMap by name opens a generic map, which the store's
+            // background rewriting cannot compare keys of), then removed.
+            store.removeMap(store.openMap(h2MapName));
+        }
+        MVMap<KeyValue, Object> map = store.openMap(mapName(h2MapName), new MVMap.Builder<KeyValue, Object>().keyType(new TupleKeyType()));
+        return new TupleUniqueIndex(map, name, keys, sparse);
+    }
+
+    private final MVMap<KeyValue, Object> map;
+
+    private TupleUniqueIndex(MVMap<KeyValue, Object> map, String name, List<IndexKey> keys, boolean sparse) {
+        super(name, keys, sparse);
+        this.map = map;
+    }
+
+    @Override
+    protected Object removeDocument(KeyValue keyValue) {
+        return map.remove(keyValue);
+    }
+
+    @Override
+    protected boolean putKeyPosition(KeyValue keyValue, Object position) {
+        return map.putIfAbsent(keyValue, Missing.ofNullable(position)) == null;
+    }
+
+    @Override
+    protected Iterable<Entry<KeyValue, Object>> getIterable() {
+        return map.entrySet();
+    }
+
+    @Override
+    protected Object getPosition(KeyValue keyValue) {
+        return map.get(keyValue);
+    }
+
+    @Override
+    public long getCount() {
+        return map.sizeAsLong();
+    }
+
+    @Override
+    public boolean isEmpty() {
+        return map.isEmpty();
+    }
+
+    @Override
+    public long getDataSize() {
+        return getCount();
+    }
+}
