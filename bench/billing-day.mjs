@@ -49,7 +49,7 @@
 // that reach the server (a step running longer than ~24 s) are actions too but leave no event: not
 // counted.
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync, readdirSync, realpathSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -76,6 +76,7 @@ const { values } = parseArgs({
     slots: { type: 'string' },
     'cleanup-org': { type: 'string' },
     'stored-events': { type: 'string', default: process.env.BILLING_DAY_STORED_EVENTS ?? '0' },
+    'summary-json': { type: 'string' },
   },
 });
 const N = Number(values.n);
@@ -908,6 +909,40 @@ async function twelvePeriods() {
   }
 }
 
+/** The billing day's rows of the bench table (scripts/bench.sh): figure, value, ceiling, ratio, goal. */
+function summaryRows(day) {
+  const stored = day.stored_events?.events ?? 0;
+  const finalized = day.seconds_after_t0.all_invoices_finalized;
+  const commands = typeof day.database_commands_per_boundary === 'object' ? day.database_commands_per_boundary.total : null;
+  return [
+    {
+      figure: `billing day: ${day.n} invoices finalized after T0 (${stored} events stored)`,
+      value: finalized,
+      unit: 's',
+      ceiling: null,
+      ratio: null,
+      goal: `<= ${(day.n / 50).toFixed(0)} s (50/s), totals right, numbers gapless: ${day.invoice_totals_wrong === 0 && day.invoice_numbers_gapless ? 'yes' : 'NO'}`,
+    },
+    {
+      figure: 'billing day: invoices per second',
+      value: day.invoices_per_second,
+      unit: '/s',
+      ceiling: null,
+      ratio: null,
+      goal: '>= 50 (aim 100)',
+    },
+    { figure: 'billing day: database commands per boundary', value: commands, unit: '', ceiling: null, ratio: null, goal: '<= 10' },
+    ...Object.entries(day.peak_rss_mib ?? {}).map(([process, mib]) => ({
+      figure: `billing day: peak memory of the ${process === 'bench' ? 'bench (with its own worker)' : process}`,
+      value: mib,
+      unit: 'MiB',
+      ceiling: null,
+      ratio: null,
+      goal: process === 'bench' ? null : '< 512 MiB',
+    })),
+  ];
+}
+
 const report = {};
 if (values['cleanup-org']) {
   report.cleanup = await cleanupOnly(values['cleanup-org']);
@@ -915,6 +950,8 @@ if (values['cleanup-org']) {
   if (values.only !== 'history') report.billing_day = await billingDay();
   if (values.only !== 'day' && PERIODS > 0) report.twelve_periods = await twelvePeriods();
 }
+if (values['summary-json'] && report.billing_day)
+  writeFileSync(values['summary-json'], `${JSON.stringify(summaryRows(report.billing_day), null, 2)}\n`);
 // Exit explicitly once the report is written: the Temporal runtime's log forwarding (and a bench
 // worker that could not drain) would keep the process alive.
 process.stdout.write(`${JSON.stringify(report, null, 2)}\n`, () => process.exit(0));

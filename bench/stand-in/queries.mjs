@@ -9,7 +9,7 @@
 // at most 3). The ceiling, measured in the same run: findOne by _id alone, the stand-in's fastest
 // read (its primary-key index), at each size.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -21,6 +21,7 @@ const { values } = parseArgs({
     sizes: { type: 'string', default: '10000,100000,1000000' },
     repeat: { type: 'string', default: '30' },
     indexes: { type: 'string', default: 'on' },
+    'summary-json': { type: 'string' },
   },
 });
 const SIZES = values.sizes.split(',').map(Number);
@@ -181,6 +182,18 @@ async function main() {
     });
     console.log(`stand-in query curve (indexes ${values.indexes}, median of ${REPEAT}, H2 file)`);
     console.table(rows);
+    // For the bench table (scripts/bench.sh): each shape's time at the largest size, its ratio to the smallest.
+    if (values['summary-json']) {
+      const summary = Object.entries(results).map(([name, bySize]) => ({
+        figure: `stand-in ${name} at ${last}`,
+        value: Number(bySize[last].toFixed(2)),
+        unit: 'ms',
+        ceiling: Number(ceiling[last].toFixed(2)),
+        ratio: Number((bySize[last] / bySize[first]).toFixed(2)),
+        goal: `<= 3 (${last} / ${first})`,
+      }));
+      writeFileSync(values['summary-json'], JSON.stringify(summary, null, 2) + '\n');
+    }
   } finally {
     await client.close();
     server.stop();

@@ -1,7 +1,7 @@
 // Authentication (spec section 5, api-contract.md "Organizations and API keys"): every way a key is
 // refused is a 401 with the uniform error body; keys are stored only as SHA-256.
 import { createHash, randomBytes } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ApiKeyResource, ApiKeyWithRawKey } from '../../src/resources/organization';
 import { eventually, expectError, expectValidationError, ISO_MS_UTC, UUID } from '../support/http';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
@@ -87,6 +87,27 @@ describe('401 on every authenticated endpoint', () => {
     const theirs = await get('/v1/organizations/current', other.headers);
     expect(mine.json<{ id: string }>().id).toBe(org.id);
     expect(theirs.json<{ id: string }>().id).toBe(other.id);
+  });
+});
+
+describe('lookups', () => {
+  it('shares one key lookup among the requests that arrive while it is on its way, and reads again after it', async () => {
+    const key = await createKey({ name: 'burst' });
+    const findOne = vi.spyOn(stack.db.models.ApiKey.collection, 'findOne');
+    try {
+      const answers = await Promise.all(Array.from({ length: 20 }, () => get('/v1/customers', bearer(key.raw_key))));
+      expect(answers.map((a) => a.statusCode)).toEqual(Array(20).fill(200));
+      const burst = findOne.mock.calls.length;
+      expect(burst).toBeGreaterThanOrEqual(1);
+      expect(burst).toBeLessThan(20);
+      // Nothing is kept once it answered: the next request reads the key again, and sees a revocation.
+      await stack.app.inject({ method: 'DELETE', url: `/v1/organizations/current/api_keys/${key.id}`, headers: org.headers });
+      const after = findOne.mock.calls.length;
+      expectError(await get('/v1/customers', bearer(key.raw_key)), 401, 'unauthorized');
+      expect(findOne.mock.calls.length).toBeGreaterThan(after);
+    } finally {
+      findOne.mockRestore();
+    }
   });
 });
 

@@ -28,14 +28,32 @@ export function bearerToken(request: FastifyRequest): string | null {
   return match?.[1] ?? null;
 }
 
+type KeyRow = Pick<ApiKeyDoc, '_id' | 'organization_id' | 'status' | 'expires_at' | 'last_used_at'>;
+
 /**
  * Authenticates every request of the scope it is registered in. Cost: one lookup on the unique
- * key_hash index, nothing cached, so a revoked key fails on its very next request.
+ * key_hash index, shared by the requests with the same key that arrive while it is on its way,
+ * nothing cached after it, so a revoked key fails on the first request that arrives once its
+ * revocation's lookup could see it (at most one lookup's time, about a millisecond, later).
  * last_used_at writes are coalesced to one per key per second (api-contract.md), tracked in
  * process memory; that only skips writes, it never admits a request.
  */
 export function registerApiKeyAuth(app: FastifyInstance, models: Models, now: () => Date): void {
   const lastWrite = new Map<string, number>();
+  // Requests with the same key that arrive while its lookup is on its way share that lookup (a
+  // burst of events costs one read, not one per request); the next request after it reads again.
+  const lookups = new Map<string, Promise<KeyRow | null>>();
+  const lookUp = (hash: string): Promise<KeyRow | null> => {
+    let pending = lookups.get(hash);
+    if (!pending) {
+      // The driver directly: this runs on every request, and the lookup needs no casting.
+      pending = models.ApiKey.collection
+        .findOne<KeyRow>({ key_hash: hash }, { projection: { organization_id: 1, status: 1, expires_at: 1, last_used_at: 1 } })
+        .finally(() => lookups.delete(hash));
+      lookups.set(hash, pending);
+    }
+    return pending;
+  };
 
   app.decorateRequest('organizationId', '');
   app.decorateRequest('apiKeyId', '');
@@ -45,10 +63,7 @@ export function registerApiKeyAuth(app: FastifyInstance, models: Models, now: ()
     if (!token || !RAW_KEY_PATTERN.test(token)) {
       throw new Unauthorized('Malformed Authorization header: expected "Bearer bsk_live_..."');
     }
-    // The driver directly: this runs on every request, and the lookup needs no casting.
-    const key = await models.ApiKey.collection.findOne<
-      Pick<ApiKeyDoc, '_id' | 'organization_id' | 'status' | 'expires_at' | 'last_used_at'>
-    >({ key_hash: hashApiKey(token) }, { projection: { organization_id: 1, status: 1, expires_at: 1, last_used_at: 1 } });
+    const key = await lookUp(hashApiKey(token));
     if (!key) throw new Unauthorized('Unknown API key');
     if (key.status !== 'active') throw new Unauthorized('This API key has been revoked');
     const at = now();
