@@ -379,10 +379,38 @@ public final class SecondaryIndex<P> extends Index<P> {
         }
         Object id = idOf(document);
         for (KeyValue tuple : tuplesOf(document)) {
-            if (entries.computeIfAbsent(tuple, t -> new Postings<>()).put(id, position)) {
+            Postings<P> postings = entries.get(tuple);
+            if (postings == null) {
+                postings = new Postings<>();
+                entries.put(compact(tuple), postings);
+            }
+            if (postings.put(id, position)) {
                 count++;
             }
         }
+    }
+
+    /**
+     * The tuple the map keeps for a new key, compacted: the strings of all
+     * its keys but the last are interned. Those are the equality prefix (an organization, a
+     * subscription, a metric), repeated by every document of theirs, and each document brings its
+     * own copies: shared, a million events' indexes take a fraction of the heap. The last key (a
+     * timestamp, an _id) is mostly unique and kept as it is.
+     */
+    private static KeyValue compact(KeyValue tuple) {
+        int n = tuple.size();
+        Object[] values = new Object[n];
+        boolean interned = false;
+        for (int i = 0; i < n; i++) {
+            Object value = tuple.get(i);
+            if (i < n - 1 && value instanceof String) {
+                String shared = ((String) value).intern();
+                interned |= shared != value;
+                value = shared;
+            }
+            values[i] = value;
+        }
+        return interned ? new KeyValue(values) : tuple;
     }
 
     /** Answers the document's position (the collection checks that every index agrees on it), or null when it was not indexed. */
