@@ -65,7 +65,36 @@ class Memo<V> {
     if (this.entries.size > 50_000) this.entries.clear();
     this.entries.set(key, { at: now, value });
   }
+
+  /**
+   * The values of `keys` (memoized under `scope|key`), the missing ones read together by `load`,
+   * which answers them as [key, value] pairs (an unknown key is absent). `fresh`: all read now.
+   */
+  async many(
+    scope: string,
+    keys: Iterable<string>,
+    load: (missing: string[]) => Promise<[string, V][]>,
+    fresh = false,
+  ): Promise<Map<string, V>> {
+    const now = Date.now();
+    const found = new Map<string, V>();
+    const missing: string[] = [];
+    for (const key of new Set(keys)) {
+      const hit = fresh ? undefined : this.get(`${scope}|${key}`, now);
+      if (hit) found.set(key, hit);
+      else missing.push(key);
+    }
+    if (missing.length > 0) {
+      for (const [key, value] of await load(missing)) {
+        this.set(`${scope}|${key}`, value, now);
+        found.set(key, value);
+      }
+    }
+    return found;
+  }
 }
+
+const metricView = (doc: MetricView): MetricView => ({ ...doc, filters: doc.filters ?? [] });
 
 export class CatalogView {
   private readonly metrics = new Memo<MetricView>(MEMO_MS);
@@ -75,52 +104,27 @@ export class CatalogView {
 
   constructor(private readonly db: Db) {}
 
+  private get metricsCollection() {
+    return this.db.connection.collection<MetricView>('billable_metrics');
+  }
+
   /** Live metrics of the organization by code; unknown codes are absent from the map. */
-  async metricsByCode(organizationId: string, codes: string[]): Promise<Map<string, MetricView>> {
-    const now = Date.now();
-    const found = new Map<string, MetricView>();
-    const missing: string[] = [];
-    for (const code of codes) {
-      const hit = this.metrics.get(`${organizationId}|${code}`, now);
-      if (hit) found.set(code, hit);
-      else missing.push(code);
-    }
-    if (missing.length > 0) {
-      const docs = await this.db.connection
-        .collection<MetricView>('billable_metrics')
-        .find({ organization_id: organizationId, code: { $in: missing }, deleted_at: null })
-        .toArray();
-      for (const doc of docs) {
-        const metric = { ...doc, filters: doc.filters ?? [] };
-        this.metrics.set(`${organizationId}|${doc.code}`, metric, now);
-        found.set(doc.code, metric);
-      }
-    }
-    return found;
+  metricsByCode(organizationId: string, codes: string[]): Promise<Map<string, MetricView>> {
+    return this.metrics.many(organizationId, codes, async (missing) =>
+      (await this.metricsCollection.find({ organization_id: organizationId, code: { $in: missing }, deleted_at: null }).toArray()).map(
+        (doc) => [doc.code, metricView(doc)],
+      ),
+    );
   }
 
   /** Metrics by id, deleted ones too (a plan may still bill one); memoized like the others. */
-  async metricsById(organizationId: string, ids: string[]): Promise<Map<string, MetricView>> {
-    const now = Date.now();
-    const found = new Map<string, MetricView>();
-    const missing: string[] = [];
-    for (const id of new Set(ids)) {
-      const hit = this.metricIds.get(`${organizationId}|${id}`, now);
-      if (hit) found.set(id, hit);
-      else missing.push(id);
-    }
-    if (missing.length > 0) {
-      const docs = await this.db.connection
-        .collection<MetricView>('billable_metrics')
-        .find({ organization_id: organizationId, _id: { $in: missing } })
-        .toArray();
-      for (const doc of docs) {
-        const metric = { ...doc, filters: doc.filters ?? [] };
-        this.metricIds.set(`${organizationId}|${doc._id}`, metric, now);
-        found.set(doc._id, metric);
-      }
-    }
-    return found;
+  metricsById(organizationId: string, ids: string[]): Promise<Map<string, MetricView>> {
+    return this.metricIds.many(organizationId, ids, async (missing) =>
+      (await this.metricsCollection.find({ organization_id: organizationId, _id: { $in: missing } }).toArray()).map((doc) => [
+        doc._id,
+        metricView(doc),
+      ]),
+    );
   }
 
   /**
@@ -128,38 +132,33 @@ export class CatalogView {
    * many usage thresholds it has. Memoized like the plan (`fresh`: read now).
    */
   async planTerms(planId: string, options: { fresh?: boolean } = {}): Promise<PlanTerms> {
-    const now = Date.now();
-    const hit = options.fresh ? undefined : this.terms.get(planId, now);
-    if (hit) return hit;
-    const [commitment, thresholds] = await Promise.all([
-      this.db.models.Commitment.findOne({ plan_id: planId }, { amount_cents: 1 }).lean(),
-      this.db.models.UsageThreshold.countDocuments({ plan_id: planId }),
-    ]);
-    const terms = { commitmentCents: commitment ? fromDecimal128(commitment.amount_cents)! : null, thresholds };
-    this.terms.set(planId, terms, now);
-    return terms;
+    const terms = await this.terms.many(
+      'plan',
+      [planId],
+      async () => {
+        const [commitment, thresholds] = await Promise.all([
+          this.db.models.Commitment.findOne({ plan_id: planId }, { amount_cents: 1 }).lean(),
+          this.db.models.UsageThreshold.countDocuments({ plan_id: planId }),
+        ]);
+        return [[planId, { commitmentCents: commitment ? fromDecimal128(commitment.amount_cents)! : null, thresholds }]];
+      },
+      options.fresh,
+    );
+    return terms.get(planId)!;
   }
 
-  async plansById(ids: string[], options: { fresh?: boolean } = {}): Promise<Map<string, PlanView>> {
-    const now = Date.now();
-    const found = new Map<string, PlanView>();
-    const missing: string[] = [];
-    for (const id of new Set(ids)) {
-      const hit = options.fresh ? undefined : this.plans.get(id, now);
-      if (hit) found.set(id, hit);
-      else missing.push(id);
-    }
-    if (missing.length > 0) {
-      const docs = await this.db.connection
-        .collection<PlanView>('plans')
-        .find({ _id: { $in: missing } })
-        .toArray();
-      for (const doc of docs) {
-        const plan = { ...doc, charges: (doc.charges ?? []).map((c) => ({ ...c, filters: c.filters ?? [] })) };
-        this.plans.set(doc._id, plan, now);
-        found.set(doc._id, plan);
-      }
-    }
-    return found;
+  plansById(ids: string[], options: { fresh?: boolean } = {}): Promise<Map<string, PlanView>> {
+    return this.plans.many(
+      'plan',
+      ids,
+      async (missing) =>
+        (
+          await this.db.connection
+            .collection<PlanView>('plans')
+            .find({ _id: { $in: missing } })
+            .toArray()
+        ).map((doc) => [doc._id, { ...doc, charges: (doc.charges ?? []).map((c) => ({ ...c, filters: c.filters ?? [] })) }]),
+      options.fresh,
+    );
   }
 }
