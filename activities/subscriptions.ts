@@ -1,4 +1,4 @@
-import { heartbeat } from '@temporalio/activity';
+import { Context, heartbeat } from '@temporalio/activity';
 import type { Db } from '../src/db';
 import { activate, announce, endTrial } from '../src/billing/subscription/activation';
 import { closePeriod } from '../src/billing/subscription/boundary';
@@ -15,6 +15,8 @@ import type { OnTerminationAction, PlanSnapshot, SubscriptionState } from '../sr
  * workflow's heartbeat timeout (seconds) instead of the step's whole start-to-close timeout.
  */
 async function alive<T>(step: () => Promise<T>): Promise<T> {
+  // A local activity cannot heartbeat: the worker extends its workflow task while it runs.
+  if (Context.current().info.isLocal) return step();
   const timer = setInterval(() => heartbeat(), 5_000);
   try {
     return await step();

@@ -25,7 +25,9 @@ import {
   ApplicationFailure,
   condition,
   continueAsNew,
+  patched,
   proxyActivities,
+  proxyLocalActivities,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
@@ -54,6 +56,22 @@ const acts = proxyActivities<Activities>({
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 
+/**
+ * The timed steps (activation, trial end, boundary, threshold check) as local activities: they run
+ * inside the workflow task that the timer woke, so a boundary costs Temporal one workflow task and
+ * a marker instead of an activity task's schedule, dispatch, start and completion plus a second
+ * workflow task. A worker that dies mid-step stops extending that task: after the workflow task
+ * timeout another worker replays and runs the step again (idempotent, like a retried activity).
+ */
+const timedSteps = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '10 minutes',
+  // Retried in the worker up to a minute, then through a workflow timer.
+  localRetryThreshold: '1 minute',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+/** Executions started before the timed steps were local keep their activities when they replay. */
+const LOCAL_TIMED_STEPS = 'subscription-timed-steps-as-local-activities';
+
 function refuse(message: string, type: 'InvalidTransition' | 'Validation' = 'InvalidTransition'): never {
   throw ApplicationFailure.nonRetryable(message, type);
 }
@@ -78,18 +96,19 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   }
 
   async function run(due: DueStep): Promise<void> {
+    const step = patched(LOCAL_TIMED_STEPS) ? timedSteps : acts;
     switch (due.kind) {
       case 'activate':
-        apply(await acts.activateSubscription(state, due.for));
+        apply(await step.activateSubscription(state, due.for));
         return;
       case 'trial_end':
-        apply(await acts.endSubscriptionTrial(state, due.for));
+        apply(await step.endSubscriptionTrial(state, due.for));
         return;
       case 'boundary':
-        apply(await acts.billSubscriptionPeriod(state, due.for));
+        apply(await step.billSubscriptionPeriod(state, due.for));
         return;
       case 'progressive':
-        apply(await acts.checkUsageThresholds(state, due.for));
+        apply(await step.checkUsageThresholds(state, due.for));
         return;
     }
   }
