@@ -650,21 +650,23 @@ function sampleMemory() {
 }
 
 async function startOwnWorker(client) {
-  const { Worker, NativeConnection } = await import('@temporalio/worker');
-  const [{ createActivities }, { wrapClient }] = await Promise.all([dist('activities/index.js'), dist('src/temporal/client.js')]);
+  const [{ createActivities }, { wrapClient }, { createWorker, NativeConnection }] = await Promise.all([
+    dist('activities/index.js'),
+    dist('src/temporal/client.js'),
+    dist('src/temporal/worker.js'),
+  ]);
   const taskQueue = `billing-day-${randomUUID().slice(0, 8)}`;
   const slots = values.slots ? Number(values.slots) : N + 100;
   const db = await connectDb(values['mongodb-uri'], { monitorCommands: true });
   const commands = countCommands(db);
   const connection = await NativeConnection.connect({ address: values['temporal-address'] });
-  const worker = await Worker.create({
+  // The service's own worker settings (src/temporal/worker.ts), with this run's activity slots.
+  const worker = await createWorker({
     connection,
     namespace: values.namespace,
     taskQueue,
-    workflowsPath: join(root, 'dist/workflows/index.js'),
     activities: createActivities({ db, temporal: wrapClient(client, taskQueue) }),
     maxConcurrentActivityTaskExecutions: slots,
-    shutdownGraceTime: '10s',
   });
   const running = worker.run();
   log(`own worker on task queue ${taskQueue} with ${slots} activity slots`);

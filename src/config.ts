@@ -43,6 +43,8 @@ export const configSchema = z.object({
    * you scale by running more of them; the dev stack uses one per core.
    */
   API_WORKERS: z.coerce.number().int().min(1).max(64).default(1),
+  /** Workflows a worker keeps in memory between their tasks; an evicted one replays its history. */
+  WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).max(100_000).default(1000),
   /**
    * Billing day: subscriptions sharing a boundary (most are calendar-aligned) bill it spread over
    * this window, each at its own deterministic offset. Amounts never depend on the offset.
@@ -70,6 +72,16 @@ export const configSchema = z.object({
     .transform((v) => v === 'true'),
   /** How long graceful shutdown waits for in-flight requests, in milliseconds. */
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
+  /**
+   * Prometheus metrics: GET /metrics on the API (summed over its API_WORKERS) and on the worker's
+   * WORKER_METRICS_PORT. `false` turns both off (the routes answer 404, nothing listens).
+   */
+  METRICS_ENABLED: z
+    .enum(['true', 'false', ''])
+    .default('true')
+    .transform((v) => v !== 'false'),
+  /** Where the worker process serves its GET /metrics (on HOST), with the Temporal SDK's worker metrics. */
+  WORKER_METRICS_PORT: port.default(9465),
 });
 
 export type Config = z.infer<typeof configSchema>;

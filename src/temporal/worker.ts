@@ -21,6 +21,11 @@ export interface WorkerSettings {
   /** A prebuilt bundle (tests bundle once per file); default: bundle workflowsPath() now. */
   workflowBundle?: WorkerOptions['workflowBundle'];
   maxConcurrentActivityTaskExecutions?: number;
+  /**
+   * Workflows kept in memory between their tasks (default 1000). An evicted one is replayed from
+   * its history at its next task; unbounded, a billing day's 10,000 subscriptions held 2.4 GiB.
+   */
+  maxCachedWorkflows?: number;
 }
 
 export async function createWorker(settings: WorkerSettings): Promise<Worker> {
@@ -31,6 +36,7 @@ export async function createWorker(settings: WorkerSettings): Promise<Worker> {
     activities: settings.activities,
     ...(settings.workflowBundle ? { workflowBundle: settings.workflowBundle } : { workflowsPath: workflowsPath() }),
     maxConcurrentActivityTaskExecutions: settings.maxConcurrentActivityTaskExecutions ?? 50,
+    maxCachedWorkflows: settings.maxCachedWorkflows ?? 1000,
     shutdownGraceTime: '10s',
   });
 }
