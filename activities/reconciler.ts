@@ -2,7 +2,7 @@ import { log } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Db } from '../src/db';
 import type { SubscriptionDoc } from '../src/db/models/subscription';
-import { initialState, planSnapshot, ensureSubscriptionWorkflow, type BillingTiming } from '../src/subscriptions/start';
+import { initialState, planSnapshot, ensureSubscriptionWorkflow, subscriptionLabels, type BillingTiming } from '../src/subscriptions/start';
 import { clockOfCustomerId } from '../src/test-clocks/time';
 import { isFinal, type SubscriptionState } from '../src/subscriptions/state';
 import type { TemporalClient } from '../src/temporal/client';
@@ -93,7 +93,7 @@ export function createReconcilerActivities(deps: { db: Db; temporal: TemporalCli
           return;
         }
         // A test-clock customer's workflow follows its clock again.
-        if (await ensureSubscriptionWorkflow(deps.temporal, state, await clockOfCustomerId(deps.db, doc.customer_id))) {
+        if (await ensureSubscriptionWorkflow(deps.temporal, state, await clockOfCustomerId(deps.db, doc.customer_id), subscriptionLabels(doc))) {
           restarted++;
           log.info('subscription workflow restarted', {
             subscriptionId: doc._id,

@@ -3,6 +3,7 @@ import type { Models } from '../src/db';
 import { WEBHOOK_ATTEMPT_TIMEOUT_MS, WEBHOOK_MAX_ATTEMPTS } from '../src/domain/webhook-schedule';
 import { emitEvent, type EmitDeps, type EmitEventInput, type EmittedEvent } from '../src/webhooks/emit-event';
 import { signWebhook } from '../src/webhooks/signature';
+import { webhookDeliveries, webhookDeliveryAttempts } from '../src/metrics/registry';
 
 export interface WebhookActivityDeps extends EmitDeps {
   models: Models;
@@ -50,7 +51,11 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       const endpoint = await WebhookEndpoint.findOne({ _id: delivery.webhook_endpoint_id }).lean();
       if (!endpoint || endpoint.deleted_at || endpoint.status !== 'active') {
         const reason = !endpoint || endpoint.deleted_at ? 'endpoint deleted' : 'endpoint inactive';
-        await Webhook.updateOne({ _id: delivery._id, status: 'pending' }, { $set: { status: 'failed', last_error: reason } });
+        const abandoned = await Webhook.updateOne(
+          { _id: delivery._id, status: 'pending' },
+          { $set: { status: 'failed', last_error: reason } },
+        );
+        if (abandoned.modifiedCount > 0) webhookDeliveries.inc({ outcome: 'abandoned' });
         return { outcome: 'abandoned', reason };
       }
 
@@ -85,7 +90,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       const succeeded = error === null;
       const final = !succeeded && input.attempt >= input.lastAttempt;
       const status = succeeded ? 'succeeded' : final ? 'failed' : 'pending';
-      await Webhook.updateOne(
+      const recorded = await Webhook.updateOne(
         { _id: delivery._id, attempts: { $lt: input.attempt } },
         {
           $set: {
@@ -108,6 +113,11 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
           },
         },
       );
+      // Counted with the attempt's record (the same guard): a retried activity counts it once.
+      if (recorded.modifiedCount > 0) {
+        webhookDeliveryAttempts.inc({ outcome: succeeded ? 'succeeded' : 'failed' });
+        if (succeeded || final) webhookDeliveries.inc({ outcome: succeeded ? 'succeeded' : 'failed' });
+      }
       return succeeded ? { outcome: 'succeeded', httpStatus: httpStatus! } : { outcome: 'failed', httpStatus, error: error!, final };
     },
 

@@ -46,11 +46,15 @@ if [ -z "${MONGODB_URI:-}" ]; then
 fi
 
 ui_line="(Temporal UI: see your Temporal deployment)"
+# The entity workflows' search attributes (src/temporal/search-attributes.ts), name=type.
+SEARCH_ATTRIBUTES=(BillingOrganizationId=Keyword BillingCustomerId=Keyword BillingEntityType=Keyword BillingStatus=Keyword
+  BillingCustomerExternalId=Keyword BillingSubscriptionExternalId=Keyword BillingPlanCode=Keyword BillingInvoiceNumber=Keyword
+  BillingAmountDueCents=Int)
 if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
   port_busy "$TEMPORAL_PORT" && die "port $TEMPORAL_PORT is in use: stop what listens there, or set TEMPORAL_PORT or TEMPORAL_ADDRESS"
   log "Temporal dev server on 127.0.0.1:$TEMPORAL_PORT, UI on $TEMPORAL_UI_PORT (data: .data/temporal.sqlite, log: .data/logs/temporal.log)"
   sa_flags=()
-  for name in BillingOrganizationId BillingCustomerId BillingEntityType BillingStatus; do sa_flags+=(--search-attribute "$name=Keyword"); done
+  for attr in "${SEARCH_ATTRIBUTES[@]}"; do sa_flags+=(--search-attribute "$attr"); done
   "$TEMPORAL_CLI_PATH" server start-dev --ip 127.0.0.1 --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT" \
     --namespace "$TEMPORAL_NAMESPACE" --db-filename "$DATA/temporal.sqlite" --log-level warn \
     --dynamic-config-value frontend.enableUpdateWorkflowExecution=true \
@@ -62,9 +66,9 @@ if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
   export TEMPORAL_ADDRESS="127.0.0.1:$TEMPORAL_PORT"
   until "$TEMPORAL_CLI_PATH" operator cluster health --address "$TEMPORAL_ADDRESS" 2>/dev/null | grep -q SERVING; do sleep 0.3; done
   # With an existing SQLite file the flags above do not reach the namespace: register (idempotent).
-  for name in BillingOrganizationId BillingCustomerId BillingEntityType BillingStatus; do
+  for attr in "${SEARCH_ATTRIBUTES[@]}"; do
     "$TEMPORAL_CLI_PATH" operator search-attribute create --address "$TEMPORAL_ADDRESS" --namespace "$TEMPORAL_NAMESPACE" \
-      --name "$name" --type Keyword >/dev/null 2>&1 || true
+      --name "${attr%%=*}" --type "${attr#*=}" >/dev/null 2>&1 || true
   done
   ui_line="Temporal UI:  http://127.0.0.1:$TEMPORAL_UI_PORT"
 fi

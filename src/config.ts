@@ -2,7 +2,8 @@ import { z } from 'zod';
 
 /**
  * The whole configuration of the API and the worker: one schema, parsed once at start-up.
- * Nothing else in the code base reads process.env.
+ * Nothing else in the code base reads process.env (but the OpenTelemetry SDK, for its own OTEL_*
+ * variables: see OTEL_SDK_DISABLED below).
  */
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -80,8 +81,52 @@ export const configSchema = z.object({
     .enum(['true', 'false', ''])
     .default('true')
     .transform((v) => v !== 'false'),
-  /** Where the worker process serves its GET /metrics (on HOST), with the Temporal SDK's worker metrics. */
+  /**
+   * Where the worker process serves its GET /metrics (on HOST), with the Temporal SDK's worker
+   * metrics. Several workers on one host need one port each (0: any free port, printed at start).
+   */
   WORKER_METRICS_PORT: port.default(9465),
+  // Tracing (docs/operations.md "Tracing"): the standard OpenTelemetry variables, off unless
+  // OTEL_TRACES_EXPORTER names an exporter or an OTLP endpoint is set. These decide whether and
+  // where spans go; the OpenTelemetry SDK reads its other OTEL_* variables itself (headers, timeout,
+  // sampler, batch sizes, OTEL_RESOURCE_ATTRIBUTES), the one exception to "nothing else reads
+  // process.env".
+  /** `true` turns tracing off whatever the other OTEL_* variables say. */
+  OTEL_SDK_DISABLED: z
+    .enum(['true', 'false', ''])
+    .default('false')
+    .transform((v) => v === 'true'),
+  /** Where spans go: `otlp`, `console` (stdout, for debugging), both (comma-separated) or `none`. Default: `otlp` when an OTLP endpoint is set, else none. */
+  OTEL_TRACES_EXPORTER: z
+    .string()
+    .regex(/^\s*(otlp|console|none)\s*(,\s*(otlp|console|none)\s*)*$/, 'must list otlp, console or none (comma-separated)')
+    .optional()
+    .or(z.literal('').transform(() => undefined)),
+  /** The collector's OTLP/HTTP base address (spans go to its /v1/traces), e.g. http://otel-collector:4318. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z
+    .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })
+    .optional()
+    .or(z.literal('').transform(() => undefined)),
+  /** The full OTLP/HTTP address for spans, used as is; wins over OTEL_EXPORTER_OTLP_ENDPOINT. */
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z
+    .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })
+    .optional()
+    .or(z.literal('').transform(() => undefined)),
+  /** Spans are sent as OTLP/HTTP (JSON, which collectors accept on the same port as protobuf); gRPC is not shipped. */
+  OTEL_EXPORTER_OTLP_PROTOCOL: z
+    .enum(['http/json', 'http/protobuf'], 'must be http/json or http/protobuf (this service sends OTLP over HTTP, not gRPC)')
+    .optional()
+    .or(z.literal('').transform(() => undefined)),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: z
+    .enum(['http/json', 'http/protobuf'], 'must be http/json or http/protobuf (this service sends OTLP over HTTP, not gRPC)')
+    .optional()
+    .or(z.literal('').transform(() => undefined)),
+  /** The service name on spans; default billing-api for the API, billing-worker for the worker. */
+  OTEL_SERVICE_NAME: z
+    .string()
+    .min(1)
+    .optional()
+    .or(z.literal('').transform(() => undefined)),
 });
 
 export type Config = z.infer<typeof configSchema>;

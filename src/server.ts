@@ -1,19 +1,23 @@
 // The API process: node dist/src/server.js (any number of instances; API_WORKERS > 1 forks that
 // many processes sharing one listening socket).
+// First: tracing (when OTEL_* ask for it) patches http and fastify as they load (src/tracing).
+import { tracing } from './tracing/api-process';
 import cluster from 'node:cluster';
 import { buildApp } from './api/app';
 import { ConfigError, loadConfig } from './config';
 import { connectDb } from './db';
+import { serveClusterMetrics } from './metrics/cluster';
 import { connectTemporal } from './temporal/client';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const db = await connectDb(config.MONGODB_URI);
+  const db = await connectDb(config.MONGODB_URI, { tracer: tracing?.tracer });
   await db.ensureIndexes();
   const temporal = await connectTemporal({
     address: config.TEMPORAL_ADDRESS,
     namespace: config.TEMPORAL_NAMESPACE,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
+    tracing,
   });
   const app = await buildApp({ config, db, temporal });
   await app.listen({ host: config.HOST, port: config.PORT });
@@ -28,6 +32,8 @@ async function main(): Promise<void> {
     app
       .close()
       .then(() => Promise.all([db.close(), temporal.close()]))
+      // The last spans (this shutdown's requests included) still go out.
+      .then(() => tracing?.shutdown())
       .then(() => {
         clearTimeout(force);
         process.exit(0);
@@ -41,8 +47,12 @@ async function main(): Promise<void> {
   process.once('SIGTERM', () => shutdown('SIGTERM'));
 }
 
-/** With API_WORKERS > 1 this process only supervises: it forks the workers and relays signals. */
-function supervise(workers: number): void {
+/**
+ * With API_WORKERS > 1 this process only supervises: it forks the workers, relays signals and
+ * answers the workers' GET /metrics with the sum of theirs.
+ */
+function supervise(workers: number, metrics: boolean): void {
+  if (metrics) serveClusterMetrics();
   for (let i = 0; i < workers; i++) cluster.fork();
   let stopping = false;
   cluster.on('exit', (worker, code) => {
@@ -66,7 +76,7 @@ function supervise(workers: number): void {
 function start(): Promise<void> {
   const config = loadConfig();
   if (cluster.isPrimary && config.API_WORKERS > 1) {
-    supervise(config.API_WORKERS);
+    supervise(config.API_WORKERS, config.METRICS_ENABLED);
     return Promise.resolve();
   }
   return main();

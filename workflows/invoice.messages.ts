@@ -35,6 +35,21 @@ export interface InvoiceWorkflowInput {
   overdueAt?: string | null;
   /** The customer's test clock, if it is on one. */
   clock?: ClockRef | null;
+  /** For operators: the number and total at start, the customer's external id (absent in older executions). */
+  labels?: InvoiceLabels;
+}
+
+export interface InvoiceLabels {
+  number: string;
+  /** Whole minor units of the invoice's currency. */
+  totalCents: number;
+  currency: string;
+  customerExternalId: string | null;
+}
+
+/** What is left to pay, in cents, for the BillingAmountDueCents search attribute. */
+export function amountDueCents(status: InvoiceWorkflowStatus, totalCents: number): number {
+  return status === 'draft' || status === 'finalized' ? totalCents : 0;
 }
 
 export const finalizeInvoiceUpdate = defineUpdate<InvoiceResource>('finalize');
@@ -73,6 +88,23 @@ export function startInvoiceWorkflow(
     args: [input],
     workflowIdConflictPolicy: 'USE_EXISTING',
     workflowIdReusePolicy: 'REJECT_DUPLICATE',
-    typedSearchAttributes: entitySearchAttributes({ ...owner, entityType: 'invoice', status: input.status }),
+    typedSearchAttributes: entitySearchAttributes({
+      ...owner,
+      entityType: 'invoice',
+      status: input.status,
+      ...(input.labels
+        ? {
+            customerExternalId: input.labels.customerExternalId,
+            invoiceNumber: input.labels.number,
+            amountDueCents: amountDueCents(input.status ?? 'draft', input.labels.totalCents),
+          }
+        : {}),
+    }),
+    ...(input.labels
+      ? {
+          staticSummary: `Invoice ${input.labels.number} of customer ${input.labels.customerExternalId ?? owner.customerId}`,
+          staticDetails: `Total ${input.labels.totalCents} cents ${input.labels.currency}, created ${input.createdAt}, grace period ${input.gracePeriodDays} day(s). Ids: invoice ${input.invoiceId}, customer ${owner.customerId}, organization ${owner.organizationId}.`,
+        }
+      : {}),
   });
 }

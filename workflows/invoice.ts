@@ -22,8 +22,10 @@ import {
 import type { Activities } from '../activities';
 import { gracePeriodEnd } from '../src/domain/invoice-due';
 import { type InvoiceResource } from '../src/resources/invoice';
-import { BillingStatus } from '../src/temporal/search-attributes';
+import { BillingAmountDueCents, BillingInvoiceNumber, BillingStatus } from '../src/temporal/search-attributes';
+import { localTime, showDetails } from './details';
 import {
+  amountDueCents,
   deleteInvoiceUpdate,
   finalizeInvoiceAtUpdate,
   finalizeInvoiceUpdate,
@@ -61,13 +63,29 @@ export async function invoiceWorkflow(input: InvoiceWorkflowInput): Promise<{ st
   let finalizing = false;
   const { exclusive } = stepLock();
 
+  let number = input.labels?.number ?? input.invoiceId;
+  let totalCents = input.labels?.totalCents ?? null;
+
   function apply(result: { invoice: InvoiceResource; deleted?: boolean; overdueAt?: string | null }): InvoiceResource {
     status = result.deleted ? 'deleted' : result.invoice.status;
     overdue = result.invoice.payment_overdue;
     if (result.overdueAt !== undefined) overdueAt = result.overdueAt ? Date.parse(result.overdueAt) : null;
-    upsertSearchAttributes([{ key: BillingStatus, value: status }]);
+    number = result.invoice.number;
+    totalCents = Math.round(Number(result.invoice.total));
+    // Executions started with labels keep the number and the amount due current in the same upsert.
+    upsertSearchAttributes([
+      { key: BillingStatus, value: status },
+      ...(input.labels
+        ? [
+            { key: BillingInvoiceNumber, value: number },
+            { key: BillingAmountDueCents, value: amountDueCents(status, totalCents) },
+          ]
+        : []),
+    ]);
     return result.invoice;
   }
+  const stateLine = () =>
+    `Invoice ${number} ${status}${overdue ? ' (payment overdue)' : ''}${totalCents !== null ? `, total ${totalCents} cents${input.labels ? ` ${input.labels.currency}` : ''}` : ''}.`;
 
   const now = nowIso;
   /** `at`: the instant the step acts for (a timer's due instant, or now for a request). */
@@ -76,7 +94,9 @@ export async function invoiceWorkflow(input: InvoiceWorkflowInput): Promise<{ st
       if (status !== 'draft') return await acts.readInvoice(input.invoiceId);
       finalizing = true;
       try {
-        return apply(await acts.finalizeInvoiceActivity(input.invoiceId, at));
+        return apply(
+          await acts.finalizeInvoiceActivity.executeWithOptions({ summary: `finalize ${number} at ${at}` }, [input.invoiceId, at]),
+        );
       } finally {
         finalizing = false;
       }
@@ -134,7 +154,11 @@ export async function invoiceWorkflow(input: InvoiceWorkflowInput): Promise<{ st
   // Draft: finalized when the grace period ends (at once when it is 0), or earlier on request.
   if (status === 'draft') {
     const graceEnd = gracePeriodEnd(new Date(input.createdAt), input.gracePeriodDays).getTime();
-    const waited = await waitUntil(graceEnd, () => status !== 'draft');
+    showDetails(
+      stateLine(),
+      `waiting for the grace period end ${localTime(graceEnd)} to finalize it (or a finalize, delete or refresh request)`,
+    );
+    const waited = await waitUntil(graceEnd, () => status !== 'draft', 'grace period end: finalize');
     if (waited === 'elapsed' && status === 'draft') await finalize(new Date(graceEnd).toISOString());
   }
 
@@ -142,18 +166,28 @@ export async function invoiceWorkflow(input: InvoiceWorkflowInput): Promise<{ st
   while (status === 'finalized') {
     const settledOrChanged = () => settlementPending || status !== 'finalized';
     if (!overdue && overdueAt !== null) {
-      const waited = await waitUntil(overdueAt, settledOrChanged);
+      showDetails(stateLine(), `waiting for a payment, or for the end of the due date ${localTime(overdueAt)} to mark it overdue`);
+      const waited = await waitUntil(overdueAt, settledOrChanged, 'end of the due date: overdue');
       if (waited === 'elapsed' && status === 'finalized' && !overdue) {
-        await exclusive(async () => apply(await acts.markInvoiceOverdueActivity(input.invoiceId, new Date(overdueAt!).toISOString())));
+        const at = new Date(overdueAt).toISOString();
+        await exclusive(async () =>
+          apply(await acts.markInvoiceOverdueActivity.executeWithOptions({ summary: `mark ${number} overdue` }, [input.invoiceId, at])),
+        );
       }
     } else {
+      showDetails(stateLine(), 'no timer: waiting for a payment, a credit or a void');
       await waitFor(settledOrChanged);
     }
     if (settlementPending && status === 'finalized') {
       settlementPending = false;
-      await exclusive(async () => apply(await acts.settleInvoiceActivity(input.invoiceId, now())));
+      await exclusive(async () =>
+        apply(
+          await acts.settleInvoiceActivity.executeWithOptions({ summary: `record the settlement of ${number}` }, [input.invoiceId, now()]),
+        ),
+      );
     }
   }
+  showDetails(stateLine(), 'nothing: the invoice is settled');
   markFinished();
   await condition(allHandlersFinished);
   return { status };

@@ -32,6 +32,13 @@ export interface SubscriptionWorkflowInput {
   clock?: ClockRef | null;
   /** Events of in-advance charges waiting to be billed (carried through continue-as-new). */
   inAdvanceEventIds?: string[];
+  /** The external ids an operator searches by (absent in executions started before them). */
+  labels?: SubscriptionLabels;
+}
+
+export interface SubscriptionLabels {
+  subscriptionExternalId: string;
+  customerExternalId: string;
 }
 
 export interface PlanChangeRequest {
@@ -67,6 +74,14 @@ export function startSubscriptionWorkflow(temporal: TemporalClient, input: Subsc
       customerId: state.customerId,
       entityType: 'subscription',
       status: state.status,
+      planCode: state.plan.code,
+      ...input.labels,
     }),
+    staticSummary: `Subscription ${input.labels?.subscriptionExternalId ?? state.subscriptionId} of customer ${input.labels?.customerExternalId ?? state.customerId}`,
+    staticDetails: [
+      `Plan ${state.plan.code ?? state.plan.id} (${state.plan.interval}, ${state.plan.currency}), billed ${state.billingTime}${state.payInAdvance ? ', base fee in advance' : ''}.`,
+      `Started ${state.startedAt}, time zone ${state.timezone}.`,
+      `Ids: subscription ${state.subscriptionId}, customer ${state.customerId}, organization ${state.organizationId}.`,
+    ].join('\n'),
   });
 }

@@ -36,7 +36,8 @@ import type { Activities } from '../activities';
 import type { SubscriptionStepResult } from '../src/billing/subscription/shared';
 import type { SubscriptionResource } from '../src/resources/subscription';
 import { dueBy, isFinal, nextDue, type DueStep, type SubscriptionState } from '../src/subscriptions/state';
-import { BillingStatus } from '../src/temporal/search-attributes';
+import { BillingPlanCode, BillingStatus } from '../src/temporal/search-attributes';
+import { showDetails, subscriptionState, subscriptionStep } from './details';
 import {
   cancelUpdate,
   changePlanUpdate,
@@ -71,6 +72,10 @@ const timedSteps = proxyLocalActivities<Activities>({
 });
 /** Executions started before the timed steps were local keep their activities when they replay. */
 const LOCAL_TIMED_STEPS = 'subscription-timed-steps-as-local-activities';
+/** Executions started before the plan code was a search attribute do not upsert it when they replay. */
+const PLAN_CODE_SEARCH_ATTRIBUTE = 'subscription-plan-code-search-attribute';
+
+type TimedStep = 'activateSubscription' | 'endSubscriptionTrial' | 'billSubscriptionPeriod' | 'checkUsageThresholds';
 
 function refuse(message: string, type: 'InvalidTransition' | 'Validation' = 'InvalidTransition'): never {
   throw ApplicationFailure.nonRetryable(message, type);
@@ -87,28 +92,39 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
 
   function apply(result: SubscriptionStepResult): SubscriptionResource {
     const statusChanged = result.state.status !== state.status;
+    const planCode = result.state.plan.code;
+    const planChanged = planCode !== undefined && planCode !== state.plan.code;
     state = result.state;
     resource = result.subscription;
     changes++;
     steps++;
-    if (statusChanged) upsertSearchAttributes([{ key: BillingStatus, value: state.status }]);
+    const attributes = [];
+    if (statusChanged) attributes.push({ key: BillingStatus, value: state.status });
+    if (planChanged && patched(PLAN_CODE_SEARCH_ATTRIBUTE)) attributes.push({ key: BillingPlanCode, value: planCode });
+    if (attributes.length > 0) upsertSearchAttributes(attributes);
     return result.subscription;
   }
 
+  /** A timed step, with its summary in the UI. */
+  function timed(name: TimedStep, summary: string, at: string): Promise<SubscriptionStepResult> {
+    if (patched(LOCAL_TIMED_STEPS)) return timedSteps[name].executeWithOptions({ summary }, [state, at]);
+    return acts[name].executeWithOptions({ summary }, [state, at]);
+  }
+
   async function run(due: DueStep): Promise<void> {
-    const step = patched(LOCAL_TIMED_STEPS) ? timedSteps : acts;
+    const { summary } = subscriptionStep(state, due);
     switch (due.kind) {
       case 'activate':
-        apply(await step.activateSubscription(state, due.for));
+        apply(await timed('activateSubscription', summary, due.for));
         return;
       case 'trial_end':
-        apply(await step.endSubscriptionTrial(state, due.for));
+        apply(await timed('endSubscriptionTrial', summary, due.for));
         return;
       case 'boundary':
-        apply(await step.billSubscriptionPeriod(state, due.for));
+        apply(await timed('billSubscriptionPeriod', summary, due.for));
         return;
       case 'progressive':
-        apply(await step.checkUsageThresholds(state, due.for));
+        apply(await timed('checkUsageThresholds', summary, due.for));
         return;
     }
   }
@@ -222,10 +238,17 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
 
     const seen = changes;
     const due = nextDue(state);
-    if (due) await waitUntil(due.at, () => changes !== seen || inAdvance.length > 0);
-    else await waitFor(() => changes !== seen || inAdvance.length > 0);
+    if (due) {
+      const { next, summary } = subscriptionStep(state, due);
+      showDetails(subscriptionState(state), next);
+      await waitUntil(due.at, () => changes !== seen || inAdvance.length > 0, summary);
+    } else {
+      showDetails(subscriptionState(state), 'no timer: waiting for a command (plan change, cancellation, termination)');
+      await waitFor(() => changes !== seen || inAdvance.length > 0);
+    }
   }
   started = true;
+  showDetails(subscriptionState(state), 'nothing: the subscription is over');
   markFinished();
   await condition(allHandlersFinished);
   return { status: state.status };

@@ -87,9 +87,9 @@ async function parkedUntil(until: number | null, predicate: () => boolean): Prom
 /**
  * Waits until `instantMs` (a Temporal timer, or the test clock reaching it). With `interrupt`,
  * the wait also ends as soon as the predicate holds (a command arrived): resolves 'elapsed' when
- * the instant was reached, 'interrupted' otherwise.
+ * the instant was reached, 'interrupted' otherwise. `summary`: the timer's one-line summary.
  */
-export async function waitUntil(instantMs: number, interrupt?: () => boolean): Promise<'elapsed' | 'interrupted'> {
+export async function waitUntil(instantMs: number, interrupt?: () => boolean, summary?: string): Promise<'elapsed' | 'interrupted'> {
   if (interrupt?.()) return 'interrupted';
   if (clock) {
     const c = clock;
@@ -99,11 +99,13 @@ export async function waitUntil(instantMs: number, interrupt?: () => boolean): P
   }
   const delay = instantMs - Date.now();
   if (delay <= 0) return 'elapsed';
+  // The timer's summary names it in the UI's event history (not part of what replay compares).
+  const options = summary ? { summary } : undefined;
   if (!interrupt) {
-    await sleep(delay);
+    await sleep(delay, options);
     return 'elapsed';
   }
-  return (await condition(interrupt, delay)) ? 'interrupted' : 'elapsed';
+  return (await (options ? condition(interrupt, delay, options) : condition(interrupt, delay))) ? 'interrupted' : 'elapsed';
 }
 
 /** Waits for a command with no deadline (still through this module, for the same reason). */

@@ -12,6 +12,7 @@ import { registerApiKeyAuth } from './plugins/auth';
 import { registerDocs } from './plugins/docs';
 import { registerErrorHandling } from './plugins/errors';
 import { registerIdempotency } from './plugins/idempotency';
+import { registerMetrics } from './plugins/metrics';
 import { commitmentRoutes } from './routes/commitments';
 import { couponRoutes } from './routes/coupons';
 import { planRoutes } from './routes/plans';
@@ -48,6 +49,7 @@ export interface AppDeps {
         | 'PUBLIC_URL'
         | 'HOST'
         | 'PORT'
+        | 'METRICS_ENABLED'
       >
     >;
   db: Db;
@@ -107,6 +109,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(helmet, { contentSecurityPolicy: false, global: true });
   await app.register(underPressure, { maxEventLoopDelay: 2000, exposeStatusRoute: false });
   await registerDocs(app, VERSION);
+  // GET /metrics and the request counters (api-contract.md); on unless METRICS_ENABLED=false.
+  await registerMetrics(app, { enabled: deps.config.METRICS_ENABLED ?? true });
 
   await app.register(healthRoutes);
   await app.register(signupRoutes, { prefix: '/v1' });

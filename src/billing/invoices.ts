@@ -28,6 +28,9 @@ import { loadTaxSets } from '../usage/tax-sets';
 import { toInvoiceResource } from '../resources/invoice';
 import { clockOfCustomer, clockOfCustomerId, type ClockRef } from '../test-clocks/time';
 import { startInvoiceWorkflow } from '../../workflows/invoice.messages';
+import { countInvoiceFinalized, countInvoiceIssued } from '../metrics/registry';
+import { commitmentFeeBasis } from './fee-basis';
+import { activityOrigin } from './origin';
 
 export interface InvoiceDeps extends EmitDeps {
   temporal: TemporalClient;
@@ -155,6 +158,7 @@ export function feeRecord(fee: AssembledFee, place: FeePlace) {
     pay_in_advance: fee.pay_in_advance ?? false,
     event_id: fee.event_id ?? null,
     event_transaction_id: fee.event_transaction_id ?? null,
+    basis: fee.basis ?? null,
     created_at: place.at,
     updated_at: place.at,
   };
@@ -180,6 +184,7 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
       current,
       await clockOfCustomerId(db, current.customer_id),
       await invoiceOverdueAt(db, current),
+      await customerExternalIdOf(db, current.customer_id),
     );
     return current;
   }
@@ -189,7 +194,7 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
   ]);
   if (!organization || !customer) throw new Error(`organization or customer of invoice ${input.idempotencyKey} not found`);
   const id = invoiceIdFor(input.organizationId, input.idempotencyKey);
-  const [taxes, coupons] = await Promise.all([
+  const [taxes, coupons, plan] = await Promise.all([
     loadTaxSets(db, {
       organizationId: input.organizationId,
       customerId: input.customerId,
@@ -201,6 +206,8 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
     // Read as the finalization reads them for this invoice (a new one: the active ones), so that a
     // finalization at creation takes them from here.
     input.invoiceType === 'credit' ? [] : appliedCouponsOf(db, input.organizationId, input.customerId, id),
+    // The plan as billed, for explanations (its charges are on the fees' basis).
+    input.planId ? db.models.Plan.findById(input.planId, { code: 1, name: 1, interval: 1, amount_cents: 1, currency: 1 }).lean() : null,
   ]);
   const assembled: AssembledInvoice = assembleInvoice({
     currency: input.currency,
@@ -245,6 +252,21 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
       amount_cents: money(c.amount_cents),
     })),
     idempotency_key: input.idempotencyKey,
+    plan: plan
+      ? {
+          id: plan._id,
+          code: plan.code,
+          name: plan.name,
+          interval: plan.interval,
+          amount_cents: plan.amount_cents,
+          currency: plan.currency,
+        }
+      : null,
+    progressive_billing_credits: assembled.progressive_billing_credits.map((c) => ({
+      invoice_id: c.invoice_id,
+      amount_cents: money(c.amount_cents),
+    })),
+    issued_by: activityOrigin(),
     created_at: input.at,
     updated_at: input.at,
   };
@@ -252,7 +274,7 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
   // (A periodic invoice may have no line at all: it is still issued, at zero.)
   const fees = assembled.fees
     .map((fee) =>
-      feeRecord(fee, {
+      feeRecord(fee.fee_type === 'commitment' && assembled.commitment ? withCommitmentBasis(fee, assembled, input) : fee, {
         id: deterministicId(`fee/${id}/${fee.key}`),
         organizationId: input.organizationId,
         invoiceId: id,
@@ -279,6 +301,8 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
     invoice = (await Invoice.findOne(byKey).lean())!;
     createdHere = false;
   }
+  // Counted by the write that created it: a retry or a concurrent creation finds it and counts nothing.
+  if (createdHere) countInvoiceIssued(invoice);
   // A new invoice's lines are the ones just written; one found by its key (a concurrent creation) is read.
   const created = createdHere ? (fees as FeeDoc[]) : undefined;
   await emitInvoiceEvent(db, deps, invoice, 'invoice.created', input.at, created);
@@ -296,8 +320,14 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
     invoice,
     await clockOfCustomer(db, customer),
     invoice.payment_due_date ? overdueAt(invoice.payment_due_date, timezone) : null,
+    customer.external_id,
   );
   return invoice;
+}
+
+/** The commitment true-up line with what it was computed from. */
+function withCommitmentBasis(fee: AssembledFee, assembled: AssembledInvoice, input: NewInvoice): AssembledFee {
+  return { ...fee, basis: commitmentFeeBasis(assembled.commitment!, input.assembly?.commitment_proration) };
 }
 
 /** When a finalized invoice becomes overdue if unpaid (src/domain/invoice-due.ts), in the customer's zone. */
@@ -321,17 +351,31 @@ export async function invoiceOverdueAt(
 export async function ensureWorkflowOfInvoice(db: Db, temporal: TemporalClient, invoiceId: string): Promise<void> {
   const invoice = await db.models.Invoice.findById(invoiceId).lean();
   if (!invoice) return;
-  await ensureInvoiceWorkflow(temporal, invoice, await clockOfCustomerId(db, invoice.customer_id), await invoiceOverdueAt(db, invoice));
+  await ensureInvoiceWorkflow(
+    temporal,
+    invoice,
+    await clockOfCustomerId(db, invoice.customer_id),
+    await invoiceOverdueAt(db, invoice),
+    await customerExternalIdOf(db, invoice.customer_id),
+  );
+}
+
+async function customerExternalIdOf(db: Db, customerId: string): Promise<string | null> {
+  return (await db.models.Customer.findById(customerId, { external_id: 1 }).lean())?.external_id ?? null;
 }
 
 /** Starts the invoice's workflow: a running one is kept, one that ended is not started again. */
 async function ensureInvoiceWorkflow(
   temporal: TemporalClient,
-  invoice: Pick<InvoiceDoc, '_id' | 'organization_id' | 'customer_id' | 'status' | 'created_at' | 'grace_period_days'> & {
+  invoice: Pick<
+    InvoiceDoc,
+    '_id' | 'organization_id' | 'customer_id' | 'status' | 'created_at' | 'grace_period_days' | 'number' | 'total' | 'currency'
+  > & {
     payment_overdue?: boolean;
   },
-  clock: ClockRef | null = null,
-  overdueAt: string | null = null,
+  clock: ClockRef | null,
+  overdueAt: string | null,
+  customerExternalId: string | null,
 ): Promise<void> {
   try {
     await startInvoiceWorkflow(
@@ -342,6 +386,12 @@ async function ensureInvoiceWorkflow(
         gracePeriodDays: invoice.grace_period_days,
         status: invoice.status,
         clock,
+        labels: {
+          number: invoice.number,
+          totalCents: Math.round(Number(invoice.total.toString())),
+          currency: invoice.currency,
+          customerExternalId,
+        },
         ...(invoice.status === 'finalized' ? { overdueAt, paymentOverdue: invoice.payment_overdue ?? false } : {}),
       },
       { organizationId: invoice.organization_id, customerId: invoice.customer_id },
@@ -475,11 +525,14 @@ async function finalizeDraft(db: Db, deps: InvoiceDeps, invoice: InvoiceDoc, at:
         prepaid_credit_amount: money(prepaid.totalCents),
         total: money(paid ? 0 : total),
         finalized_at: at,
+        finalized_by: activityOrigin(),
         ...(paid ? { paid_at: at, payment_status: 'succeeded' } : {}),
       },
     },
     { returnDocument: 'after' },
   ).lean();
+  // Counted by the status change only (a retried activity finds the invoice finalized: null here).
+  if (finalized) countInvoiceFinalized(finalized);
   return afterFinalization(db, deps, finalized ?? (await Invoice.findById(invoiceId).lean())!, at, known.fees);
 }
 

@@ -1,4 +1,6 @@
+import type { Tracer } from '@opentelemetry/api';
 import mongoose, { type Connection, type Model } from 'mongoose';
+import { traceCommands } from './command-spans';
 import { apiKeySchema, type ApiKeyDoc } from './models/api-key';
 import { appliedCouponSchema, type AppliedCouponDoc } from './models/applied-coupon';
 import { commitmentSchema, type CommitmentDoc } from './models/commitment';
@@ -136,15 +138,24 @@ function bindModels(connection: Connection): Models {
   };
 }
 
-export async function connectDb(uri: string, options: { maxPoolSize?: number; monitorCommands?: boolean } = {}): Promise<Db> {
+export interface ConnectDbOptions {
+  maxPoolSize?: number;
+  monitorCommands?: boolean;
+  /** Tracing is on: a span per command inside a traced request or activity (./command-spans.ts). */
+  tracer?: Tracer;
+}
+
+export async function connectDb(uri: string, options: ConnectDbOptions = {}): Promise<Db> {
   const connection = mongoose.createConnection(uri, {
     maxPoolSize: options.maxPoolSize ?? 50,
-    // The driver's command monitoring (commandStarted events on the client), for benchmarks.
-    ...(options.monitorCommands ? { monitorCommands: true } : {}),
+    // The driver's command monitoring (commandStarted events on the client), for benchmarks and
+    // tracing. Off otherwise: the driver then decodes each reply once more, for the event.
+    ...(options.monitorCommands || options.tracer ? { monitorCommands: true } : {}),
     serverSelectionTimeoutMS: 10_000,
     // Fail fast instead of queueing operations while disconnected.
     bufferCommands: false,
   });
+  if (options.tracer) traceCommands(connection.getClient(), options.tracer);
   await connection.asPromise();
   const models = bindModels(connection);
   return {

@@ -62,6 +62,11 @@ export interface PricedFee {
   pay_in_advance?: boolean | undefined;
   event_id?: string | undefined;
   event_transaction_id?: string | undefined;
+  /**
+   * What the line was priced from (the plan and charge as they were, the usage read), kept with the
+   * fee for explanations (src/billing/fee-basis.ts). Opaque here: assembly passes it through.
+   */
+  basis?: Readonly<Record<string, unknown>> | undefined;
 }
 
 export interface AssembledFee extends PricedFee {

@@ -8,6 +8,7 @@ import { newId } from '../db/base';
 import { toDecimal128 } from '../db/decimal';
 import type { PaymentDoc } from '../db/models/payment';
 import { roundCents } from '../domain/money';
+import { payments } from '../metrics/registry';
 import { ApiError, InvalidTransition, NotFound, Validation } from '../errors';
 import type { PaymentResource } from '../resources/payment';
 import type { TemporalClient } from '../temporal/client';
@@ -92,6 +93,7 @@ export async function openCheckout(deps: CheckoutDeps, request: CheckoutRequest)
           open_slot: 'open',
         })
       ).toObject();
+      payments.inc({ provider: request.provider, status: 'pending' });
     } catch (err) {
       if (!isDuplicateKeyError(err)) throw err;
       // A concurrent checkout for the same invoice and provider won: answer its payment.

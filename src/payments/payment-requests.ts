@@ -11,6 +11,7 @@ import { toDecimal128 } from '../db/decimal';
 import type { InvoiceDoc } from '../db/models/invoice';
 import type { PaymentRequestDoc } from '../db/models/payment-request';
 import { roundCents, sum } from '../domain/money';
+import { payments } from '../metrics/registry';
 import { deterministicId } from '../ids';
 import { toPaymentRequestResource } from '../resources/payment-request';
 import type { TemporalClient } from '../temporal/client';
@@ -172,6 +173,7 @@ export async function startAttempt(deps: AttemptDeps, requestId: string, attempt
       // A request's payment is its own: it does not take the invoice's open-checkout slot.
       open_slot: paymentId,
     });
+    payments.inc({ provider, status: 'pending' });
   } catch (err) {
     if (!isDuplicateKeyError(err)) throw err;
   }

@@ -8,6 +8,7 @@ import { fromDecimal128, toDecimal128 } from '../db/decimal';
 import type { PaymentDoc, PaymentStatus } from '../db/models/payment';
 import { recordSettlement } from '../billing/settlements';
 import { Dec, dec, roundCents, sum } from '../domain/money';
+import { payments } from '../metrics/registry';
 import { toPaymentResource } from '../resources/payment';
 import { emitEvent, type EmitDeps } from '../webhooks/emit-event';
 import { activeProviderIntegration, providerContext } from './integrations';
@@ -191,6 +192,8 @@ async function moveTo(
     { $set: { status: to, ...stamps, ...also, open_slot: OPEN.includes(to) ? 'open' : paymentId } },
     { returnDocument: 'after' },
   ).lean();
+  // Counted by the guarded status change only: a retry finds the status moved and counts nothing.
+  if (moved) payments.inc({ provider: moved.provider, status: to });
   const payment = moved ?? (await load(deps.db, paymentId));
   if (payment.status !== to) return { payment, settled: payment.status === 'succeeded' };
   await afterStatus(deps, payment, at);

@@ -5,7 +5,7 @@ import type { SubscriptionDoc } from '../db/models/subscription';
 import type { TemporalClient } from '../temporal/client';
 import type { ClockRef } from '../test-clocks/time';
 import { jitterFor, trialEndFor, type PlanSnapshot, type SubscriptionState } from './state';
-import { startSubscriptionWorkflow } from '../../workflows/subscription.messages';
+import { startSubscriptionWorkflow, type SubscriptionLabels } from '../../workflows/subscription.messages';
 
 export interface BillingTiming {
   /** Boundary steps run up to this long after the boundary (deterministic per subscription). */
@@ -16,11 +16,23 @@ export interface BillingTiming {
 
 export function planSnapshot(plan: {
   _id: string;
+  code?: string;
   amount_cents: unknown;
   interval: PlanSnapshot['interval'];
   currency: string;
 }): PlanSnapshot {
-  return { id: plan._id, amount_cents: String(plan.amount_cents), interval: plan.interval, currency: plan.currency };
+  return {
+    id: plan._id,
+    ...(plan.code ? { code: plan.code } : {}),
+    amount_cents: String(plan.amount_cents),
+    interval: plan.interval,
+    currency: plan.currency,
+  };
+}
+
+/** What names a subscription's workflow to an operator (its search attributes and summary). */
+export function subscriptionLabels(doc: Pick<SubscriptionDoc, 'external_id' | 'external_customer_id'>): SubscriptionLabels {
+  return { subscriptionExternalId: doc.external_id, customerExternalId: doc.external_customer_id };
 }
 
 /** The state of a subscription whose workflow has not run yet. */
@@ -60,10 +72,11 @@ export function initialState(doc: SubscriptionDoc, plan: PlanSnapshot, timezone:
 export async function ensureSubscriptionWorkflow(
   temporal: TemporalClient,
   state: SubscriptionState,
-  clock: ClockRef | null = null,
+  clock: ClockRef | null,
+  labels: SubscriptionLabels,
 ): Promise<boolean> {
   try {
-    await startSubscriptionWorkflow(temporal, { state, resumed: state.announced && state.status !== 'pending', clock });
+    await startSubscriptionWorkflow(temporal, { state, resumed: state.announced && state.status !== 'pending', clock, labels });
     return true;
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) return false;

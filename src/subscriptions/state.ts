@@ -9,6 +9,8 @@ export type OnTerminationAction = 'generate_invoice' | 'generate_credit_note' | 
 /** What billing needs of a plan; the plan's charges are read at billing time. */
 export interface PlanSnapshot {
   id: string;
+  /** The plan's code, for operators (search attribute, details); absent in older states. */
+  code?: string;
   /** Minor units, decimal string. */
   amount_cents: string;
   interval: BillingInterval;

@@ -1,9 +1,16 @@
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type WorkflowClientInterceptor } from '@temporalio/client';
+import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
+import type { Tracing } from '../tracing';
 
 export interface TemporalSettings {
   address: string;
   namespace: string;
   taskQueue: string;
+  /**
+   * Tracing is on: starting a workflow, signalling, updating or querying it makes a span (on the
+   * tracer provider startTracing registered) whose context travels to the workflow in its headers.
+   */
+  tracing?: Tracing;
 }
 
 /** The API's handle on Temporal: the client, and the task queue every workflow runs on. */
@@ -22,7 +29,8 @@ export async function connectTemporal(settings: TemporalSettings): Promise<Tempo
 }
 
 export function fromConnection(connection: Connection, settings: Omit<TemporalSettings, 'address'>): TemporalClient {
-  return wrapClient(new Client({ connection, namespace: settings.namespace }), settings.taskQueue);
+  const workflow: WorkflowClientInterceptor[] = settings.tracing ? [new OpenTelemetryWorkflowClientInterceptor()] : [];
+  return wrapClient(new Client({ connection, namespace: settings.namespace, interceptors: { workflow } }), settings.taskQueue);
 }
 
 /** Wraps an existing client (the test environments' own clients, for instance). */

@@ -1,7 +1,13 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import {
+  makeWorkflowExporter,
+  OpenTelemetryActivityInboundInterceptor,
+  OpenTelemetryActivityOutboundInterceptor,
+} from '@temporalio/interceptors-opentelemetry';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { Activities } from '../../activities';
+import type { Tracing } from '../tracing';
 
 /**
  * The workflows module: TypeScript source under vitest/tsx, the compiled file under dist/.
@@ -13,12 +19,20 @@ export function workflowsPath(): string {
   throw new Error(`workflows module not found next to ${base}`);
 }
 
+/** The workflow sandbox's OpenTelemetry interceptors (workflows/interceptors.ts), bundled only when tracing is on. */
+export function workflowInterceptorsPath(): string {
+  return workflowsPath().replace(/index(\.[jt]s)$/, 'interceptors$1');
+}
+
 export interface WorkerSettings {
   connection: NativeConnection;
   namespace: string;
   taskQueue: string;
   activities: Activities;
-  /** A prebuilt bundle (tests bundle once per file); default: bundle workflowsPath() now. */
+  /**
+   * A prebuilt bundle (tests bundle once per file); default: bundle workflowsPath() now. With
+   * tracing, bundle it with `workflowInterceptorModules: [workflowInterceptorsPath()]`.
+   */
   workflowBundle?: WorkerOptions['workflowBundle'];
   maxConcurrentActivityTaskExecutions?: number;
   /**
@@ -26,6 +40,8 @@ export interface WorkerSettings {
    * its history at its next task; unbounded, a billing day's 10,000 subscriptions held 2.4 GiB.
    */
   maxCachedWorkflows?: number;
+  /** Tracing is on: RunActivity spans, and the workflow interceptors with their span sink. */
+  tracing?: Tracing;
 }
 
 export async function createWorker(settings: WorkerSettings): Promise<Worker> {
@@ -38,7 +54,29 @@ export async function createWorker(settings: WorkerSettings): Promise<Worker> {
     maxConcurrentActivityTaskExecutions: settings.maxConcurrentActivityTaskExecutions ?? 50,
     maxCachedWorkflows: settings.maxCachedWorkflows ?? 1000,
     shutdownGraceTime: '10s',
+    ...(settings.tracing ? tracingOptions(settings.tracing, settings.workflowBundle === undefined) : {}),
   });
+}
+
+/**
+ * Each activity runs in a RunActivity span, child of the workflow's StartActivity span (from the
+ * activity's headers); spans made in the sandbox come out through the `exporter` sink into the
+ * process's span processor. (The interceptors use the tracer provider startTracing registered.)
+ */
+function tracingOptions(tracing: Tracing, bundleInterceptors: boolean): Pick<WorkerOptions, 'interceptors' | 'sinks'> {
+  return {
+    interceptors: {
+      activity: [
+        (ctx) => ({
+          inbound: new OpenTelemetryActivityInboundInterceptor(ctx),
+          outbound: new OpenTelemetryActivityOutboundInterceptor(ctx),
+        }),
+      ],
+      // A prebuilt bundle already holds them (Temporal ignores this list, with a warning, then).
+      ...(bundleInterceptors ? { workflowModules: [workflowInterceptorsPath()] } : {}),
+    },
+    sinks: { exporter: makeWorkflowExporter(tracing.spanProcessor, tracing.resource) },
+  };
 }
 
 export { NativeConnection };

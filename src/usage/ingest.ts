@@ -15,6 +15,7 @@ import { billedPerEvent } from '../domain/charge-rules';
 import { Dec } from '../domain/money';
 import { localDate } from '../domain/periods';
 import { toDecimal128 } from '../db/decimal';
+import { eventsIngested, eventsRefused } from '../metrics/registry';
 import type { CatalogView, MetricView } from './catalog-view';
 
 export interface EventInput {
@@ -49,6 +50,21 @@ export function dimensionsKey(dims: Record<string, string>): string {
 
 export function dailyRowId(subscriptionId: string, metricId: string, date: string, dimsKey: string): string {
   return `${subscriptionId}|${metricId}|${date}|${dimsKey}`;
+}
+
+/** Metrics: stored events, and the others by reason (each event once: its outcome is decided here). */
+function countOutcomes(outcomes: (IngestOutcome | null)[]): void {
+  let created = 0;
+  const refused = new Map<string, number>();
+  for (const outcome of outcomes) {
+    if (outcome?.status === 'created') created++;
+    else if (outcome) {
+      const reason = outcome.status === 'duplicate' ? 'duplicate' : outcome.code;
+      refused.set(reason, (refused.get(reason) ?? 0) + 1);
+    }
+  }
+  if (created > 0) eventsIngested.inc(created);
+  for (const [reason, n] of refused) eventsRefused.inc({ reason }, n);
 }
 
 /** A subscription takes an event when the event falls inside its life. */
@@ -225,6 +241,7 @@ export class Ingestor {
       }
     }
     for (const d of stored) outcomes[d.index] = { status: 'created', event: d.doc };
+    countOutcomes(outcomes);
 
     await this.rollUp(stored);
     if (this.inAdvance) {

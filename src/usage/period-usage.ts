@@ -22,6 +22,47 @@ export interface ChargeUsage {
   metric: MetricView;
   aggregations: { default: AggregationResult; filters: AggregationResult[] };
   fees: ChargeFees;
+  /** What each bucket's aggregation was read from (kept on the fees it bills, for explanations). */
+  sources: { default: UsageSource; filters: UsageSource[] };
+  /** The range this charge's usage was read over (a recurring metric's starts at the subscription's start). */
+  range: { from: Date; to: Date; proration: ProrationRatio };
+}
+
+/** The daily rows and raw events one bucket's aggregation read. */
+export interface UsageSource {
+  /** Daily pre-aggregate rows of whole local days, the events they count, their first and last dates. */
+  dailyRows: number;
+  dailyRowsEvents: number;
+  firstUsageDate: string | null;
+  lastUsageDate: string | null;
+  /** Raw events read one by one (partial days, or charges that price events), and their time range. */
+  rawEvents: number;
+  firstEventAt: Date | null;
+  lastEventAt: Date | null;
+}
+
+const NO_SOURCE: UsageSource = {
+  dailyRows: 0,
+  dailyRowsEvents: 0,
+  firstUsageDate: null,
+  lastUsageDate: null,
+  rawEvents: 0,
+  firstEventAt: null,
+  lastEventAt: null,
+};
+
+function sourceOf(rows: readonly { usage_date: string; events_count: number }[], events: readonly UsageEvent[]): UsageSource {
+  const source: UsageSource = { ...NO_SOURCE, dailyRows: rows.length, rawEvents: events.length };
+  for (const row of rows) {
+    source.dailyRowsEvents += row.events_count;
+    if (source.firstUsageDate === null || row.usage_date < source.firstUsageDate) source.firstUsageDate = row.usage_date;
+    if (source.lastUsageDate === null || row.usage_date > source.lastUsageDate) source.lastUsageDate = row.usage_date;
+  }
+  for (const { timestamp } of events) {
+    if (source.firstEventAt === null || timestamp < source.firstEventAt) source.firstEventAt = timestamp;
+    if (source.lastEventAt === null || timestamp > source.lastEventAt) source.lastEventAt = timestamp;
+  }
+  return source;
 }
 
 export interface UsageRange {
@@ -120,8 +161,12 @@ export async function computeChargeUsage(
       const prorate = proratedInArrear(charge)
         ? prorationFor({ from: range.from, to: range.to, timezone: range.timezone, ratio: range.proration, billedTo: range.billedTo })
         : undefined;
-      const aggregations = skipped(metric)
-        ? { default: emptyAggregation(), filters: charge.filters.map(() => emptyAggregation()) }
+      const { sources, ...aggregations } = skipped(metric)
+        ? {
+            default: emptyAggregation(),
+            filters: charge.filters.map(() => emptyAggregation()),
+            sources: { default: NO_SOURCE, filters: charge.filters.map(() => NO_SOURCE) },
+          }
         : readsDaily(charge, metric)
           ? await fromDailyRows(db, charge, metric, { ...range, from }, shared.includes(metric._id) ? sharedRows : null)
           : await fromEvents(db, charge, metric, { ...range, from }, prorate);
@@ -138,7 +183,7 @@ export async function computeChargeUsage(
         },
         range.proration ?? FULL_PERIOD,
       );
-      return { charge, metric, aggregations, fees };
+      return { charge, metric, aggregations, fees, sources, range: { from, to: range.to, proration: range.proration ?? FULL_PERIOD } };
     }),
   );
 }
@@ -183,6 +228,7 @@ async function fromEvents(db: Db, charge: ChargeView, metric: MetricView, range:
   return {
     default: aggregate(metric, fallback, context),
     filters: buckets.map((list) => aggregate(metric, list, context)),
+    sources: { default: sourceOf([], fallback), filters: buckets.map((list) => sourceOf([], list)) },
   };
 }
 
@@ -283,5 +329,9 @@ async function fromDailyRows(db: Db, charge: ChargeView, metric: MetricView, ran
   return {
     default: combine(rowFallback, partialFallback),
     filters: rowBuckets.map((bucket, i) => combine(bucket, partialBuckets[i]!)),
+    sources: {
+      default: sourceOf(rowFallback, partialFallback),
+      filters: rowBuckets.map((bucket, i) => sourceOf(bucket, partialBuckets[i]!)),
+    },
   };
 }

@@ -3,6 +3,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer, Socket } from 'node:net';
 import { join, resolve } from 'node:path';
+import { SEARCH_ATTRIBUTE_TYPES } from '../../src/temporal/search-attributes';
 
 const ROOT = resolve(__dirname, '..', '..');
 const TOOLS = join(ROOT, '.tools');
@@ -13,8 +14,6 @@ export const paths = {
   standInClasspathFile: process.env.MONGO_STAND_IN_CLASSPATH_FILE ?? join(TOOLS, 'mongo-stand-in', 'classpath.txt'),
   standInClasses: process.env.MONGO_STAND_IN_CLASSES ?? join(TOOLS, 'mongo-stand-in', 'classes'),
 };
-
-export const SEARCH_ATTRIBUTES = ['BillingOrganizationId', 'BillingCustomerId', 'BillingEntityType', 'BillingStatus'];
 
 function requireFile(path: string, what: string): void {
   if (!existsSync(path)) throw new Error(`${what} not found at ${path}: run scripts/bootstrap.sh (npm test does it for you)`);
@@ -113,7 +112,7 @@ export async function startTemporalDevServer(): Promise<RunningServer> {
     'frontend.enableUpdateWorkflowExecutionAsyncAccepted=true',
     '--dynamic-config-value',
     'frontend.enableExecuteMultiOperation=true',
-    ...SEARCH_ATTRIBUTES.flatMap((name) => ['--search-attribute', `${name}=Keyword`]),
+    ...SEARCH_ATTRIBUTE_TYPES.flatMap(({ name, type }) => ['--search-attribute', `${name}=${type}`]),
   ];
   const { child, log } = spawnServer(paths.temporalCli, args);
   await waitForPort(port, 60_000, 'Temporal dev server', child, log);

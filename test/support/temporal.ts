@@ -3,7 +3,8 @@ import { temporal } from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { workflowsPath } from '../../src/temporal/worker';
-import { paths, SEARCH_ATTRIBUTES } from './servers';
+import { SEARCH_ATTRIBUTE_TYPES } from '../../src/temporal/search-attributes';
+import { paths } from './servers';
 
 /**
  * The time-skipping test server, with the project's search attributes registered (it has no
@@ -16,7 +17,12 @@ export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> 
   await env.connection.operatorService.addSearchAttributes({
     namespace: env.namespace ?? 'default',
     searchAttributes: Object.fromEntries(
-      SEARCH_ATTRIBUTES.map((name) => [name, temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD]),
+      SEARCH_ATTRIBUTE_TYPES.map(({ name, type }) => [
+        name,
+        type === 'Int'
+          ? temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_INT
+          : temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+      ]),
     ),
   });
   return env;

@@ -11,7 +11,7 @@ import type { InvoiceDoc } from '../../src/db/models/invoice';
 import { fromDecimal128 } from '../../src/db/decimal';
 import { CatalogView } from '../../src/usage/catalog-view';
 import { Ingestor } from '../../src/usage/ingest';
-import { initialState, planSnapshot, ensureSubscriptionWorkflow } from '../../src/subscriptions/start';
+import { initialState, planSnapshot, ensureSubscriptionWorkflow, subscriptionLabels } from '../../src/subscriptions/start';
 import { isFinal, nextDue, type SubscriptionState } from '../../src/subscriptions/state';
 import { wrapClient, type TemporalClient } from '../../src/temporal/client';
 import type { ClockRef } from '../../src/test-clocks/time';
@@ -172,7 +172,7 @@ export async function subscribe(
   if (s.maxStepsPerRun !== undefined) {
     await startSubscriptionWorkflow(h.temporal, { state, maxStepsPerRun: s.maxStepsPerRun });
   } else {
-    await ensureSubscriptionWorkflow(h.temporal, state, s.clock ?? null);
+    await ensureSubscriptionWorkflow(h.temporal, state, s.clock ?? null, subscriptionLabels(doc));
   }
   return { id: doc._id, handle: h.temporal.client.workflow.getHandle(workflowIds.subscription(doc._id)) };
 }

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Db } from '../../src/db';
 import { fromDecimal128 } from '../../src/db/decimal';
-import { initialState, planSnapshot, ensureSubscriptionWorkflow } from '../../src/subscriptions/start';
+import { initialState, planSnapshot, ensureSubscriptionWorkflow, subscriptionLabels } from '../../src/subscriptions/start';
 import type { SubscriptionState } from '../../src/subscriptions/state';
 import { startClockAdvance } from '../../src/test-clocks/advance';
 import { clockOfCustomer } from '../../src/test-clocks/time';
@@ -50,7 +50,7 @@ async function subscribeCustomer(
   });
   const plan = await db.connection.collection('plans').findOne({ _id: planId as never });
   const state = initialState(doc.toObject(), planSnapshot(plan as never), 'UTC', { jitterWindowMs: 0, progressiveCheckMs: 3_600_000 });
-  await ensureSubscriptionWorkflow(stack.temporal, state, await clockOfCustomer(db, customer));
+  await ensureSubscriptionWorkflow(stack.temporal, state, await clockOfCustomer(db, customer), subscriptionLabels(doc));
   return doc._id;
 }
 

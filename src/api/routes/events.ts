@@ -8,6 +8,7 @@ import { Conflict, NotFound, RateLimited, Validation } from '../../errors';
 import { CatalogView } from '../../usage/catalog-view';
 import { type EventInput, Ingestor, type IngestOutcome } from '../../usage/ingest';
 import { EventGroups } from '../../usage/group-commit';
+import { eventsRefused, rateLimitRefusals } from '../../metrics/registry';
 import { consumeEventsRateLimit, sweepRateLimitWindows } from '../../usage/rate-limit';
 import { errorBody, listQuery, responses, sendList } from '../http';
 import { eventResource, toEventResource } from '../../resources/event';
@@ -85,6 +86,7 @@ export const eventRoutes: FastifyPluginAsyncZod = async (app) => {
       'x-ratelimit-reset': String(decision.resetAt),
     });
     if (!decision.allowed) {
+      rateLimitRefusals.inc({ limiter: 'events' });
       throw new RateLimited(`Rate limit of ${decision.limit} event requests per minute exceeded`, decision.retryAfter);
     }
   });
@@ -108,6 +110,10 @@ export const eventRoutes: FastifyPluginAsyncZod = async (app) => {
           'Durable in MongoDB before the answer. A duplicate transaction_id is 409 with existing_event_id; an unknown metric code or customer is 422.',
         body: eventInputSchema,
         response: responses({ 201: eventResource, 429: errorBody }),
+      },
+      // An event whose body fails the schema is refused before the handler (the ingestor counts the rest).
+      onError: async (_request, _reply, error) => {
+        if (error.validation) eventsRefused.inc({ reason: 'validation_error' });
       },
     },
     async (request, reply) => {
@@ -147,6 +153,7 @@ export const eventRoutes: FastifyPluginAsyncZod = async (app) => {
             message: parsed.error.issues.map((i) => `${i.path.join('.') || '(event)'}: ${i.message}`).join('; '),
           });
       });
+      if (errors.length > 0) eventsRefused.inc({ reason: 'validation_error' }, errors.length);
       const org = await organizationOf(request.organizationId);
       const outcomes: IngestOutcome[] =
         valid.length > 0

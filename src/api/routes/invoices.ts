@@ -3,6 +3,8 @@ import { customerNow } from '../../test-clocks/time';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { createInvoice, ensureWorkflowOfInvoice } from '../../billing/invoices';
+import { explainInvoice } from '../../billing/explain';
+import { invoiceExplanation } from '../../resources/invoice-explanation';
 import type { InvoiceDoc } from '../../db/models/invoice';
 import type { PricedFee } from '../../domain/invoice-assembly';
 import { Dec, roundFee } from '../../domain/money';
@@ -229,6 +231,24 @@ export const invoiceRoutes: FastifyPluginAsyncZod = async (app) => {
     '/invoices/:id',
     { schema: { tags, summary: 'Get an invoice with its fees', params: idParams, response: responses({ 200: invoiceResource }) } },
     async (request) => withFees(await findInvoice(request.organizationId, request.params.id)),
+  );
+
+  app.get(
+    '/invoices/:id/explain',
+    {
+      schema: {
+        tags,
+        summary: 'Explain an invoice: each fee with the plan, charge and usage it was priced from, and the steps to the total',
+        description:
+          'For each fee: the plan and charge as they were when billed, the period, the units with the daily rows and events they ' +
+          "came from, the charge model's steps; then taxes, coupons, credit notes and wallets in order, each step with the running " +
+          'figure, and the workflow run and activity that issued and finalized the invoice (null for invoices issued before these ' +
+          'were recorded).',
+        params: idParams,
+        response: responses({ 200: invoiceExplanation }),
+      },
+    },
+    async (request) => explainInvoice(db, await findInvoice(request.organizationId, request.params.id)),
   );
 
   app.put(

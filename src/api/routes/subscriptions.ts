@@ -22,7 +22,7 @@ import {
   toSubscriptionResource,
   type SubscriptionResource,
 } from '../../resources/subscription';
-import { initialState, planSnapshot, ensureSubscriptionWorkflow, type BillingTiming } from '../../subscriptions/start';
+import { initialState, planSnapshot, ensureSubscriptionWorkflow, subscriptionLabels, type BillingTiming } from '../../subscriptions/start';
 import { isFinal, type SubscriptionState } from '../../subscriptions/state';
 import { clockOfCustomer, clockOfCustomerId, type ClockRef } from '../../test-clocks/time';
 import { workflowIds } from '../../temporal/workflow-ids';
@@ -160,7 +160,7 @@ export const subscriptionRoutes: FastifyPluginAsyncZod = async (app) => {
       const now = await Subscription.findById(doc._id).lean();
       if (!now) throw new NotFound('Subscription not found', 'subscription_not_found');
       if (isFinal(now.status)) throw over(now);
-      await ensureSubscriptionWorkflow(temporal, await stateOf(now), await clockOfCustomerId(db, now.customer_id));
+      await ensureSubscriptionWorkflow(temporal, await stateOf(now), await clockOfCustomerId(db, now.customer_id), subscriptionLabels(now));
       // Its first step first: the validators judge the state they hold, and a pending state whose
       // started_at has passed is only activated by that step.
       await handle.executeUpdate(readyUpdate);
@@ -176,7 +176,7 @@ export const subscriptionRoutes: FastifyPluginAsyncZod = async (app) => {
     clock: ClockRef | null,
   ): Promise<SubscriptionResource> {
     try {
-      await ensureSubscriptionWorkflow(temporal, state, clock);
+      await ensureSubscriptionWorkflow(temporal, state, clock, subscriptionLabels(doc));
       const handle = temporal.client.workflow.getHandle(workflowIds.subscription(doc._id));
       return await temporal.client.withDeadline(Date.now() + READY_TIMEOUT_MS, () => handle.executeUpdate(readyUpdate));
     } catch (err) {

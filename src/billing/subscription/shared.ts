@@ -34,6 +34,7 @@ import { projectionOf } from '../../subscriptions/projection';
 import { scheduleOf, type PeriodState, type PlanSnapshot, type SubscriptionState } from '../../subscriptions/state';
 import { createCreditNote, finalizeCreditNote, type CreditNoteDeps } from '../credit-notes';
 import { createInvoice, type InvoiceDeps } from '../invoices';
+import { baseFeeBasis, chargeFeeBasis, type BaseFeeBasis } from '../fee-basis';
 import { finalizeInvoiceUpdate } from '../../../workflows/invoice.messages';
 
 export type SubscriptionBillingDeps = InvoiceDeps & CreditNoteDeps;
@@ -120,7 +121,7 @@ function segmentOf(
   });
 }
 
-function baseFee(amount: Decimal, days: number, period: Span): PricedFee {
+function baseFee(amount: Decimal, days: number, period: Span, basis: BaseFeeBasis): PricedFee {
   return {
     key: BASE_FEE_KEY,
     fee_type: 'subscription',
@@ -129,13 +130,16 @@ function baseFee(amount: Decimal, days: number, period: Span): PricedFee {
     events_count: 0,
     unit_amount_cents: days > 0 ? amount.dividedBy(days).toDecimalPlaces(4) : ZERO,
     period,
+    basis,
   };
 }
 
 /** The base fee of `period` from `from` (or the trial end) to its end, as a line. */
 export async function baseFeeLine(state: SubscriptionState, period: PeriodState, from: Date): Promise<PricedFee | null> {
   const segment = segmentOf(state, state.plan, period, from, new Date(period.to));
-  return segment ? baseFee(segment.baseFee, segment.usedDays, { from: segment.from, to: segment.to }) : null;
+  return segment
+    ? baseFee(segment.baseFee, segment.usedDays, { from: segment.from, to: segment.to }, baseFeeBasis(state.plan, segment))
+    : null;
 }
 
 /** An invoice holding only the base fee of `period` from `from`, billed in advance. */
@@ -173,7 +177,7 @@ export async function segmentLines(
   const { from: start, ratio: proration } = segment;
   const fees: PricedFee[] = [];
   const span = { from: start, to };
-  if (options.baseFee) fees.push(baseFee(segment.baseFee, segment.usedDays, span));
+  if (options.baseFee) fees.push(baseFee(segment.baseFee, segment.usedDays, span, baseFeeBasis(snapshot, segment)));
 
   const plan = await planView(ctx, snapshot.id);
   const invoiceable = plan.charges.filter((c) => c.invoiceable !== false);
@@ -214,7 +218,8 @@ async function metricsWithEvents(ctx: StepContext, state: SubscriptionState, fro
 }
 
 /** A charge's lines: one per bucket that has events or an amount, and the minimum's true-up. */
-function chargeLines({ charge, aggregations, fees }: ChargeUsage): PricedFee[] {
+function chargeLines(usage: ChargeUsage): PricedFee[] {
+  const { charge, aggregations, fees } = usage;
   const lines: PricedFee[] = [];
   const push = (
     key: string,
@@ -223,7 +228,8 @@ function chargeLines({ charge, aggregations, fees }: ChargeUsage): PricedFee[] {
     units: Decimal,
     events: number,
     unitAmount: Decimal,
-    name?: string | null,
+    name: string | null | undefined,
+    basis: () => PricedFee['basis'],
   ) => {
     if (events === 0 && amount.isZero()) return;
     lines.push({
@@ -236,6 +242,7 @@ function chargeLines({ charge, aggregations, fees }: ChargeUsage): PricedFee[] {
       units,
       events_count: events,
       unit_amount_cents: unitAmount,
+      basis: basis(),
     });
   };
   push(
@@ -247,6 +254,7 @@ function chargeLines({ charge, aggregations, fees }: ChargeUsage): PricedFee[] {
     aggregations.default.eventsCount,
     fees.default.unitAmount,
     charge.invoice_display_name,
+    () => chargeFeeBasis(usage, null),
   );
   charge.filters.forEach((filter, i) => {
     const bucket = fees.filters[i]!;
@@ -259,10 +267,13 @@ function chargeLines({ charge, aggregations, fees }: ChargeUsage): PricedFee[] {
       aggregation.eventsCount,
       bucket.unitAmount,
       filter.invoice_display_name ?? charge.invoice_display_name,
+      () => chargeFeeBasis(usage, i),
     );
   });
   if (fees.minTrueUp.greaterThan(0)) {
-    push(`charge/${charge._id}/minimum`, undefined, fees.minTrueUp, ZERO, 0, ZERO, charge.invoice_display_name);
+    push(`charge/${charge._id}/minimum`, undefined, fees.minTrueUp, ZERO, 0, ZERO, charge.invoice_display_name, () =>
+      chargeFeeBasis(usage, null, 'minimum'),
+    );
   }
   return lines;
 }

@@ -44,6 +44,12 @@ export interface FeeDoc extends BaseDoc {
   event_transaction_id: string | null;
   period_started_at: Date | null;
   period_ended_at: Date | null;
+  /**
+   * What the line was priced from when it was billed (src/billing/fee-basis.ts: the plan and charge
+   * as they were, the usage read), for GET /v1/invoices/{id}/explain. Absent or null on fees billed
+   * before it was recorded, and on lines with nothing to explain beyond their amount.
+   */
+  basis?: Record<string, unknown> | null;
 }
 
 export const feeSchema = new Schema<FeeDoc>(
@@ -79,6 +85,7 @@ export const feeSchema = new Schema<FeeDoc>(
     pay_in_advance: { type: Boolean, default: false },
     event_id: { type: String, default: null },
     event_transaction_id: { type: String, default: null },
+    basis: { type: Schema.Types.Mixed, default: null },
   },
   collectionOptions<FeeDoc>('fees'),
 );

@@ -21,6 +21,31 @@ export interface InvoiceAppliedCoupon {
 }
 
 /**
+ * The Temporal activity that wrote an invoice at a step of its life (issued, finalized): which
+ * workflow run, which activity, which attempt. Null when no activity did (an API request).
+ */
+export interface InvoiceOrigin {
+  workflow_id: string;
+  run_id: string;
+  workflow_type: string | null;
+  activity_type: string;
+  activity_id: string;
+  attempt: number;
+  task_queue: string;
+  recorded_at: Date;
+}
+
+/** The plan an invoice bills, as it was when the invoice was issued. */
+export interface InvoicePlanSnapshot {
+  id: string;
+  code: string | null;
+  name: string | null;
+  interval: string | null;
+  amount_cents: number | null;
+  currency: string | null;
+}
+
+/**
  * An invoice. Its invoiceWorkflow (`invoice/<id>`) is its only writer after creation; money
  * amounts are Decimal128 in minor units: fee-level sums with 4 digits, invoice-level amounts whole.
  */
@@ -59,6 +84,12 @@ export interface InvoiceDoc extends BaseDoc {
   paid_at: Date | null;
   voided_at: Date | null;
   deleted_at: Date | null;
+  // For explanations (GET /v1/invoices/{id}/explain); absent on invoices issued before they were recorded.
+  plan?: InvoicePlanSnapshot | null;
+  /** The progressive billing invoices credited here and how much each, in order. */
+  progressive_billing_credits?: { invoice_id: string; amount_cents: Types.Decimal128 }[];
+  issued_by?: InvoiceOrigin | null;
+  finalized_by?: InvoiceOrigin | null;
 }
 
 const money = { type: Decimal128, required: true };
@@ -106,6 +137,10 @@ export const invoiceSchema = new Schema<InvoiceDoc>(
     paid_at: { type: Date, default: null },
     voided_at: { type: Date, default: null },
     deleted_at: { type: Date, default: null },
+    plan: { type: Schema.Types.Mixed, default: null },
+    progressive_billing_credits: { type: [{ _id: false, invoice_id: String, amount_cents: Decimal128 }], default: undefined },
+    issued_by: { type: Schema.Types.Mixed, default: null },
+    finalized_by: { type: Schema.Types.Mixed, default: null },
   },
   { ...collectionOptions<InvoiceDoc>('invoices'), minimize: false },
 );
