@@ -47,6 +47,8 @@ export interface NewInvoice {
   fees: PricedFee[];
   /** Taxes: the plan and charges whose levels apply (the customer's and organization's always do). */
   planId?: string | null;
+  /** The plan as billed (code, name, terms), when the caller has it; else read by `planId`. */
+  plan?: { _id: string; code: string; name: string; interval: string; amount_cents: number; currency: string } | null;
   periodStartedAt?: Date | null;
   periodEndedAt?: Date | null;
   /** The span billed by the lines that name none of their own (usage, commitment); default the invoice's period. */
@@ -207,7 +209,8 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
     // finalization at creation takes them from here.
     input.invoiceType === 'credit' ? [] : appliedCouponsOf(db, input.organizationId, input.customerId, id),
     // The plan as billed, for explanations (its charges are on the fees' basis).
-    input.planId ? db.models.Plan.findById(input.planId, { code: 1, name: 1, interval: 1, amount_cents: 1, currency: 1 }).lean() : null,
+    input.plan ??
+      (input.planId ? db.models.Plan.findById(input.planId, { code: 1, name: 1, interval: 1, amount_cents: 1, currency: 1 }).lean() : null),
   ]);
   const assembled: AssembledInvoice = assembleInvoice({
     currency: input.currency,

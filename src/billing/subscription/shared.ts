@@ -304,6 +304,8 @@ export async function issue(
     idempotencyKey: key,
     fees: lines.fees,
     planId: lines.plan.id,
+    // From the catalog view (memoized with its charges): no read of its own.
+    plan: await planView(ctx, lines.plan.id),
     periodStartedAt: period.from,
     periodEndedAt: period.to,
     linesPeriod: lines.span,
