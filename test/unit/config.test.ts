@@ -29,6 +29,10 @@ describe('loadConfig', () => {
       BILLING_JITTER_WINDOW_SECONDS: 120,
       PROGRESSIVE_BILLING_CHECK_MINUTES: 60,
       PAYMENT_PROVIDER_BASE_URL_OVERRIDE: false,
+      OTEL_SDK_DISABLED: false,
+      METRICS_ENABLED: true,
+      WORKER_METRICS_PORT: 9465,
+      WORKER_MAX_CACHED_WORKFLOWS: 1000,
     });
     const config = loadConfig({});
     expect(config.BILLING_SIGNUP_TOKEN).toBeUndefined();
