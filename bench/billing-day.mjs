@@ -563,7 +563,6 @@ async function storeHistory(db, organizationId, customers, subscriptionIds, metr
           timestamp: new Date(from + Math.floor((((k * 7919) % 1_000_003) / 1_000_003) * span)),
           properties: metric.field_name ? { [metric.field_name]: 1 + (k % 7) } : {},
           dimensions_key: '{}',
-          rolled_up: true,
           created_at: now,
           updated_at: now,
         });
@@ -878,7 +877,6 @@ async function twelvePeriods() {
         ]).flat();
         await ingestor.ingest({ _id: org._id, timezone: 'UTC' }, inputs, at);
       }
-      await ingestor.flushMarks();
       for (let p = 0; p < PERIODS; p++) await advanceToNextStep();
 
       const history = await handle.fetchHistory();

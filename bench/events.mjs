@@ -228,7 +228,6 @@ function storedEvent(at) {
     timestamp: at,
     properties,
     dimensions_key: dimensionsKeyOf(properties),
-    rolled_up: false,
     created_at: at,
     updated_at: at,
   };

@@ -76,8 +76,6 @@ function covers(subscription: SubscriptionDoc, at: Date): boolean {
 
 export class Ingestor {
   /** Ids whose daily contribution is applied but not yet marked (marked in batches, off the request path). */
-  private pendingMarks: string[] = [];
-  private markTimer: NodeJS.Timeout | null = null;
 
   /**
    * `inAdvance`: told, once the events are stored, which of them each subscription bills in
@@ -208,7 +206,6 @@ export class Ingestor {
           timestamp,
           properties: input.properties,
           dimensions_key: dimensionsKey(dims),
-          rolled_up: false,
           created_at: now,
           updated_at: now,
         },
@@ -273,7 +270,6 @@ export class Ingestor {
       string,
       { filter: Record<string, unknown>; combine: 'add' | 'max'; value: Dec; count: number; insert: Record<string, unknown> }
     >();
-    const rolledIds: string[] = [];
     // One reader per metric for the whole batch: an expression is parsed once, not per event.
     const readers = new Map<string, ReturnType<typeof dailyContributionReader> | null>();
     const readerOf = (metric: MetricView) => {
@@ -284,7 +280,6 @@ export class Ingestor {
       const read = readerOf(metric);
       if (doc.subscription_ids.length === 0 || !read) continue;
       const contribution = read({ transactionId: doc.transaction_id, timestamp: doc.timestamp, properties: doc.properties });
-      rolledIds.push(doc._id);
       if (!contribution) continue; // not numeric: contributes nothing (and counts nothing)
       const date = localDate(doc.timestamp, timezone);
       for (const subscriptionId of doc.subscription_ids) {
@@ -333,7 +328,6 @@ export class Ingestor {
       }));
       await this.bulkUpsert(ops);
     }
-    this.markRolledUp(rolledIds);
   }
 
   /** Two processes creating the same daily row at once: the loser's upsert fails with 11000; retrying it updates the row. */
@@ -350,31 +344,5 @@ export class Ingestor {
         pending = list.map((w) => pending[w.index]!);
       }
     }
-  }
-
-  /**
-   * Marks events whose daily contribution is applied, in batches off the request path: the mark
-   * only tells a repair sweep which events it never needs to look at again.
-   */
-  private markRolledUp(ids: string[]): void {
-    if (ids.length === 0) return;
-    this.pendingMarks.push(...ids);
-    if (this.pendingMarks.length >= 1000) {
-      void this.flushMarks();
-    } else if (!this.markTimer) {
-      this.markTimer = setTimeout(() => void this.flushMarks(), 200);
-      this.markTimer.unref();
-    }
-  }
-
-  async flushMarks(): Promise<void> {
-    if (this.markTimer) clearTimeout(this.markTimer);
-    this.markTimer = null;
-    const ids = this.pendingMarks;
-    this.pendingMarks = [];
-    if (ids.length === 0) return;
-    await this.db.models.Event.collection.updateMany({ _id: { $in: ids } } as never, { $set: { rolled_up: true } }).catch(() => {
-      // Unmarked events are only re-checked by the repair sweep; nothing is lost.
-    });
   }
 }

@@ -195,7 +195,6 @@ export async function sendEvents(
     properties,
   }));
   const outcomes = await ingestor.ingest({ _id: tenant.organizationId, timezone: 'UTC' }, inputs, at);
-  await ingestor.flushMarks();
   const bad = outcomes.filter((o) => o.status !== 'created');
   if (bad.length > 0) throw new Error(`events refused: ${JSON.stringify(bad[0])}`);
   const stored = outcomes.filter((o) => o.status === 'created' && o.event.subscription_ids.length > 0).length;

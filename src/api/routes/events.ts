@@ -95,9 +95,8 @@ export const eventRoutes: FastifyPluginAsyncZod = async (app) => {
     sweepRateLimitWindows(db, app.deps.now()).catch((err: unknown) => app.log.warn({ err }, 'rate limit sweep failed'));
   }, 60_000);
   sweep.unref();
-  app.addHook('onClose', async () => {
+  app.addHook('onClose', () => {
     clearInterval(sweep);
-    await ingestor.flushMarks();
   });
 
   app.post(

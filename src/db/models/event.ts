@@ -21,8 +21,6 @@ export interface EventDoc extends BaseDoc {
    * filter can be matched against it later, whatever the plan.
    */
   dimensions_key: string;
-  /** Set once the event's contribution is in daily_usage (see src/usage/ingest.ts). */
-  rolled_up: boolean;
 }
 
 export const eventSchema = new Schema<EventDoc>(
@@ -39,7 +37,6 @@ export const eventSchema = new Schema<EventDoc>(
     timestamp: { type: Date, required: true },
     properties: { type: Schema.Types.Mixed, default: () => ({}) },
     dimensions_key: { type: String, default: '' },
-    rolled_up: { type: Boolean, default: false },
   },
   { ...collectionOptions<EventDoc>('events'), minimize: false },
 );
