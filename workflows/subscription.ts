@@ -148,7 +148,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   async function billInAdvance(): Promise<void> {
     while (inAdvance.length > 0 && !isFinal(state.status)) {
       const batch = inAdvance.slice(0, 500);
-      await acts.billUsageInAdvance(state, batch, nowIso());
+      await acts.billUsageInAdvance.executeWithOptions({ summary: `bill ${batch.length} in-advance event(s)` }, [state, batch, nowIso()]);
       inAdvance.splice(0, batch.length);
     }
   }
@@ -164,7 +164,13 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       exclusive(async () => {
         await catchUp();
         refuseIfOver();
-        return apply(await acts.changeSubscriptionPlan(state, request.plan, nowIso()));
+        return apply(
+          await acts.changeSubscriptionPlan.executeWithOptions({ summary: `change to plan ${request.plan.code ?? request.plan.id}` }, [
+            state,
+            request.plan,
+            nowIso(),
+          ]),
+        );
       }),
     {
       validator: (request) => {
@@ -188,7 +194,13 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         refuseIfOver();
         if (state.status !== 'active' || state.endingAt !== null)
           refuse(`Only an active subscription can be canceled (this one is ${state.status}${state.endingAt ? ', already canceled' : ''})`);
-        return apply(await acts.cancelSubscription(state, nowIso(), request.onTerminationAction));
+        return apply(
+          await acts.cancelSubscription.executeWithOptions({ summary: 'cancel at the period end' }, [
+            state,
+            nowIso(),
+            request.onTerminationAction,
+          ]),
+        );
       }),
     {
       // A pending subscription whose start has passed is activated by the handler first.
@@ -207,7 +219,9 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       exclusive(async () => {
         await catchUp();
         refuseIfOver();
-        return apply(await acts.terminateSubscription(state, nowIso(), request.onTerminationAction));
+        return apply(
+          await acts.terminateSubscription.executeWithOptions({ summary: 'terminate now' }, [state, nowIso(), request.onTerminationAction]),
+        );
       }),
     { validator: (_request) => refuseIfOver() },
   );

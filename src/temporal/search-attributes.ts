@@ -12,13 +12,16 @@ export const BillingEntityType = defineSearchAttributeKey('BillingEntityType', S
 export const BillingStatus = defineSearchAttributeKey('BillingStatus', SearchAttributeType.KEYWORD);
 /** The customer's `external_id` (the tenant's own id for it). */
 export const BillingCustomerExternalId = defineSearchAttributeKey('BillingCustomerExternalId', SearchAttributeType.KEYWORD);
-/** A subscription's `external_id`; on its invoices too. */
+/** A subscription's `external_id`. */
 export const BillingSubscriptionExternalId = defineSearchAttributeKey('BillingSubscriptionExternalId', SearchAttributeType.KEYWORD);
 /** A subscription's current plan code. */
 export const BillingPlanCode = defineSearchAttributeKey('BillingPlanCode', SearchAttributeType.KEYWORD);
 /** An invoice's number (`ACME-202611-000001`). */
 export const BillingInvoiceNumber = defineSearchAttributeKey('BillingInvoiceNumber', SearchAttributeType.KEYWORD);
-/** What is left to pay on an invoice, payment or payment request, in cents; kept current. */
+/**
+ * In cents: an invoice's total while it is a draft or finalized (0 once paid, voided or deleted;
+ * a partial settlement does not lower it), a payment's or payment request's amount while open.
+ */
 export const BillingAmountDueCents = defineSearchAttributeKey('BillingAmountDueCents', SearchAttributeType.INT);
 
 export const billingSearchAttributes = [
