@@ -88,6 +88,10 @@ export SECRETS_KEY PAYMENT_PROVIDER_BASE_URL_OVERRIDE
 # One API process per core on this machine (each shares the listening socket).
 : "${API_WORKERS:=$(nproc 2>/dev/null || echo 1)}"
 export HOST PORT TEMPORAL_NAMESPACE TEMPORAL_TASK_QUEUE API_WORKERS
+if [ "${METRICS_ENABLED:-true}" != "false" ]; then
+  port_busy "${WORKER_METRICS_PORT:-9465}" &&
+    die "port ${WORKER_METRICS_PORT:-9465} (the worker's metrics) is in use: stop what listens there, or set WORKER_METRICS_PORT (or METRICS_ENABLED=false)"
+fi
 log "worker (log: .data/logs/worker.log)"
 node dist/src/worker.js >"$DATA/logs/worker.log" 2>&1 &
 pids+=($!)
@@ -95,6 +99,11 @@ log "API (log: .data/logs/api.log)"
 node dist/src/server.js >"$DATA/logs/api.log" 2>&1 &
 pids+=($!)
 wait_for_port "$HOST" "$PORT" 60 "API" || { tail -20 "$DATA/logs/api.log" >&2; exit 1; }
+
+metrics_line="Metrics:      off (METRICS_ENABLED=false)"
+if [ "${METRICS_ENABLED:-true}" != "false" ]; then
+  metrics_line="Metrics:      http://$HOST:$PORT/metrics (API), http://$HOST:${WORKER_METRICS_PORT:-9465}/metrics (worker)"
+fi
 
 cat <<INFO
 
@@ -104,6 +113,7 @@ cat <<INFO
   $ui_line
   MongoDB:      $MONGODB_URI
   Temporal:     $TEMPORAL_ADDRESS (namespace $TEMPORAL_NAMESPACE, task queue $TEMPORAL_TASK_QUEUE)
+  $metrics_line
   Logs:         .data/logs/
 
   Create an organization:  curl -s -X POST http://$HOST:$PORT/v1/organizations -H 'content-type: application/json' -d '{"name":"Acme"}'
