@@ -93,7 +93,9 @@ export function createReconcilerActivities(deps: { db: Db; temporal: TemporalCli
           return;
         }
         // A test-clock customer's workflow follows its clock again.
-        if (await ensureSubscriptionWorkflow(deps.temporal, state, await clockOfCustomerId(deps.db, doc.customer_id), subscriptionLabels(doc))) {
+        if (
+          await ensureSubscriptionWorkflow(deps.temporal, state, await clockOfCustomerId(deps.db, doc.customer_id), subscriptionLabels(doc))
+        ) {
           restarted++;
           log.info('subscription workflow restarted', {
             subscriptionId: doc._id,

@@ -22,12 +22,22 @@ export interface DunningCampaignWorkflowInput {
   pending?: OverdueNotice[];
   /** Continue as new after this many checks even when Temporal does not suggest it yet (tests; unset in production). */
   maxChecksPerRun?: number;
+  /** What names the campaign to an operator (absent in executions started before them). */
+  labels?: DunningCampaignLabels;
+}
+
+/** A campaign governs many customers (its own, or the organization's): it is named by its code, not by a customer. */
+export interface DunningCampaignLabels {
+  code: string;
+  name: string;
 }
 
 export interface OverdueNotice {
   customerId: string;
   currency: string;
   invoiceId: string;
+  /** The customer's external id, for the campaign's details (absent in notices sent before). */
+  customerExternalId?: string | null;
 }
 
 /** An invoice of a customer the campaign governs became overdue (sent by the invoice's overdue step). */
@@ -39,19 +49,27 @@ export const stopCampaignUpdate = defineUpdate<{ stopped: true }>('stop');
 /** Tells the campaign's workflow of an overdue invoice, starting it when it is not running. */
 export function signalInvoiceOverdue(
   temporal: TemporalClient,
-  input: { campaignId: string; organizationId: string },
+  input: { campaignId: string; organizationId: string; labels: DunningCampaignLabels },
   notice: OverdueNotice,
 ) {
+  const { campaignId, organizationId, labels } = input;
   return temporal.client.workflow.signalWithStart<DunningCampaignWorkflow, [OverdueNotice]>(dunningCampaignWorkflowType, {
-    workflowId: workflowIds.dunningCampaign(input.campaignId),
+    workflowId: workflowIds.dunningCampaign(campaignId),
     taskQueue: temporal.taskQueue,
-    args: [{ campaignId: input.campaignId, organizationId: input.organizationId }],
+    args: [{ campaignId, organizationId, labels }],
     signal: invoiceOverdueSignal,
     signalArgs: [notice],
+    // Per organization: no customer's attributes (it is found by BillingOrganizationId and BillingEntityType).
     typedSearchAttributes: entitySearchAttributes({
-      organizationId: input.organizationId,
+      organizationId,
       entityType: 'dunning_campaign',
       status: 'active',
     }),
+    staticSummary: `Dunning campaign ${labels.code} (${labels.name}) of organization ${organizationId}`,
+    staticDetails: [
+      'Reacts to the overdue invoices of the customers it governs (no timers): at its threshold for a currency, a payment request.',
+      `Started by an overdue invoice of customer ${notice.customerExternalId ?? notice.customerId} (${notice.currency}).`,
+      `Ids: dunning campaign ${campaignId}, organization ${organizationId}.`,
+    ].join('\n'),
   });
 }

@@ -17,6 +17,7 @@ import {
   type DunningCampaignWorkflowInput,
   type OverdueNotice,
 } from './dunning-campaign.messages';
+import { showDetails } from './details';
 import { nowIso, waitFor } from './wait';
 
 const acts = proxyActivities<Activities>({
@@ -38,14 +39,32 @@ export async function dunningCampaignWorkflow(input: DunningCampaignWorkflowInpu
   });
 
   let checks = 0;
+  const label = `Dunning campaign ${input.labels?.code ?? input.campaignId}`;
+  const customerOf = (notice: OverdueNotice) => `customer ${notice.customerExternalId ?? notice.customerId}`;
+  let requests = 0;
+  let last = '';
+  const stateLine = () => `${label}: ${checks} check(s) and ${requests} payment request(s) in this run${last}.`;
+  const ended = () => {
+    showDetails(`${label} deleted.`, 'nothing: the campaign is over (its payment requests go on in their own workflows)');
+    return { ended: 'deleted' as const };
+  };
   for (;;) {
+    showDetails(stateLine(), 'no timer: waiting for an overdue invoice of a customer it governs (or its deletion)');
     await waitFor(() => pending.length > 0 || deleted);
-    if (deleted) return { ended: 'deleted' };
+    if (deleted) return ended();
     // Off the queue before the check: a notice arriving during it asks for another look.
     const notice = pending.shift()!;
-    const { campaignDeleted } = await acts.checkDunningActivity(input.campaignId, notice.customerId, notice.currency, nowIso());
-    if (campaignDeleted) return { ended: 'deleted' };
+    const { campaignDeleted, paymentRequestId } = await acts.checkDunningActivity.executeWithOptions(
+      { summary: `check ${customerOf(notice)} in ${notice.currency} against the threshold` },
+      [input.campaignId, notice.customerId, notice.currency, nowIso()],
+    );
+    if (campaignDeleted) return ended();
     checks += 1;
+    if (paymentRequestId) requests += 1;
+    const outcome = paymentRequestId
+      ? `payment request ${paymentRequestId} created`
+      : 'no payment request (under the threshold, or nothing new to collect)';
+    last = `; last check: ${customerOf(notice)} in ${notice.currency} at ${nowIso()}, ${outcome}`;
     if (workflowInfo().continueAsNewSuggested || (input.maxChecksPerRun !== undefined && checks >= input.maxChecksPerRun)) {
       await continueAsNew<typeof dunningCampaignWorkflow>({ ...input, pending });
     }

@@ -25,6 +25,24 @@ export interface PaymentRequestWorkflowInput {
   /** Attempts made before this run (continue-as-new, a restart). */
   attemptsMade?: number;
   clock?: ClockRef | null;
+  /** What names the request to an operator (absent in executions started before them). */
+  labels?: PaymentRequestLabels;
+}
+
+/** The request's amount, its invoices' numbers and its customer's external id, for search attributes and summaries. */
+export interface PaymentRequestLabels {
+  /** What its invoices left to pay at its creation, in whole minor units of `currency`. */
+  amountCents: number;
+  currency: string;
+  customerExternalId: string | null;
+  invoiceNumbers: string[];
+  /** The campaign that created it; null: created through the API. */
+  dunningCampaignId: string | null;
+}
+
+/** What the request still asks for, in cents (BillingAmountDueCents): nothing once it succeeded. */
+export function requestAmountDueCents(status: string, amountCents: number): number {
+  return status === 'succeeded' ? 0 : amountCents;
 }
 
 /** An attempt's payment reached an outcome (sent by the payment's workflow). */
@@ -45,6 +63,16 @@ export function startPaymentRequestWorkflow(temporal: TemporalClient, input: Pay
       customerId: input.customerId,
       entityType: 'payment_request',
       status: 'pending',
+      ...(input.labels ? { customerExternalId: input.labels.customerExternalId, amountDueCents: input.labels.amountCents } : {}),
     }),
+    ...(input.labels
+      ? {
+          staticSummary: `Payment request of ${input.labels.amountCents} cents ${input.labels.currency} from customer ${input.labels.customerExternalId ?? input.customerId} (${input.labels.invoiceNumbers.length} invoice(s))`,
+          staticDetails: [
+            `Invoices ${input.labels.invoiceNumbers.join(', ')}; up to ${input.maxAttempts} attempt(s), ${input.daysBetweenAttempts} day(s) apart; ${input.labels.dunningCampaignId ? `created by dunning campaign ${input.labels.dunningCampaignId}` : 'created through the API'}.`,
+            `Ids: payment request ${input.paymentRequestId}, customer ${input.customerId}, organization ${input.organizationId}.`,
+          ].join('\n'),
+        }
+      : {}),
   });
 }

@@ -12,10 +12,12 @@
  */
 import { patched, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { BillingStatus } from '../src/temporal/search-attributes';
+import { BillingAmountDueCents, BillingStatus } from '../src/temporal/search-attributes';
+import { localTime, showDetails } from './details';
 import {
   paymentOutcomeSignal,
   paymentRequestStateQuery,
+  requestAmountDueCents,
   requestInvoicesChangedSignal,
   type PaymentRequestWorkflowInput,
 } from './payment-request.messages';
@@ -30,6 +32,8 @@ const DAY_MS = 86_400_000;
 /** Histories from before: the attempt's step waited for the checkout and recorded it itself. */
 const ATTEMPT_NOT_WAITING = 'payment-request-attempt-not-waiting';
 const FINAL = new Set(['succeeded', 'failed', 'canceled', 'refunded']);
+/** Executions started before: an attempt that found a new amount left to pay did not upsert it. */
+const AMOUNT_DUE_ATTRIBUTE = 'payment-request-amount-due-attribute';
 
 export async function paymentRequestWorkflow(input: PaymentRequestWorkflowInput): Promise<{ status: string }> {
   useClock(input.clock);
@@ -40,6 +44,19 @@ export async function paymentRequestWorkflow(input: PaymentRequestWorkflowInput)
   /** Attempts' payments whose checkout is open (or whose charge is under way), as their workflows said. */
   const opened = new Set<string>();
   let invoicesChanged = false;
+  /** What the request's invoices leave to pay, in cents, as last seen (executions started with labels). */
+  let amountDue: number | null = input.labels?.amountCents ?? null;
+  const ofMax = `of ${input.maxAttempts}`;
+
+  /** `Payment request pending: 1 of 3 attempt(s) made, 1100 cents USD left to pay (2 invoice(s)).` */
+  const stateLine = () => {
+    const left = input.labels && amountDue !== null ? `, ${amountDue} cents ${input.labels.currency} left to pay` : '';
+    const invoices = input.labels ? ` (${input.labels.invoiceNumbers.length} invoice(s))` : '';
+    return `Payment request ${status}: ${attempts} ${ofMax} attempt(s) made${left}${invoices}.`;
+  };
+  /** Executions started with labels keep the amount due current in the status upserts. */
+  const amountDueAttribute = (end: string) =>
+    input.labels && amountDue !== null ? [{ key: BillingAmountDueCents, value: requestAmountDueCents(end, amountDue) }] : [];
 
   setHandler(paymentRequestStateQuery, () => ({
     status,
@@ -57,19 +74,29 @@ export async function paymentRequestWorkflow(input: PaymentRequestWorkflowInput)
   const at = () => new Date(now()).toISOString();
   const finish = async (end: 'succeeded' | 'failed') => {
     status = end;
-    await acts.finishPaymentRequestActivity(input.paymentRequestId, end, at());
-    upsertSearchAttributes([{ key: BillingStatus, value: end }]);
+    await acts.finishPaymentRequestActivity.executeWithOptions({ summary: `finish: ${end}` }, [input.paymentRequestId, end, at()]);
+    upsertSearchAttributes([{ key: BillingStatus, value: end }, ...amountDueAttribute(end)]);
   };
   /** Something paid or voided an invoice meanwhile: with nothing left, the request is done. */
   const nothingLeft = async () => {
     if (!invoicesChanged) return false;
     invoicesChanged = false;
-    return !(await acts.paymentRequestHasSomethingLeftActivity(input.paymentRequestId));
+    return !(await acts.paymentRequestHasSomethingLeftActivity.executeWithOptions(
+      { summary: 'look at what its invoices leave to pay (one was paid or voided otherwise)' },
+      [input.paymentRequestId],
+    ));
   };
 
   while (status === 'pending') {
     attempts += 1;
-    const attempt = await acts.startPaymentRequestAttemptActivity(input.paymentRequestId, attempts, at());
+    const attempt = await acts.startPaymentRequestAttemptActivity.executeWithOptions(
+      { summary: `attempt ${attempts} ${ofMax}: a payment of what is left to pay` },
+      [input.paymentRequestId, attempts, at()],
+    );
+    if (input.labels && attempt.amountCents !== undefined && attempt.amountCents !== amountDue) {
+      amountDue = attempt.amountCents;
+      if (patched(AMOUNT_DUE_ATTRIBUTE)) upsertSearchAttributes([{ key: BillingAmountDueCents, value: amountDue }]);
+    }
     if (attempt.done) {
       status = 'succeeded';
       break;
@@ -80,14 +107,25 @@ export async function paymentRequestWorkflow(input: PaymentRequestWorkflowInput)
     // payment's workflow says when the checkout is open, then the attempt is recorded.
     if (attempt.paymentId !== null && patched(ATTEMPT_NOT_WAITING)) {
       const paymentId = attempt.paymentId;
-      if (outcome === null) await waitForAnswer(() => opened.has(paymentId) || outcomes.has(paymentId));
-      await acts.recordPaymentRequestAttemptActivity(input.paymentRequestId, paymentId, attempts, at());
+      if (outcome === null) {
+        showDetails(stateLine(), `no timer: waiting for payment ${paymentId} (attempt ${attempts} ${ofMax}) to open its checkout`);
+        await waitForAnswer(() => opened.has(paymentId) || outcomes.has(paymentId));
+      }
+      await acts.recordPaymentRequestAttemptActivity.executeWithOptions({ summary: `record attempt ${attempts} (payment ${paymentId})` }, [
+        input.paymentRequestId,
+        paymentId,
+        attempts,
+        at(),
+      ]);
     }
     if (outcome === null && attempt.paymentId !== null) {
       const paymentId = attempt.paymentId;
+      const waitingFor = `no timer: waiting for the outcome of payment ${paymentId} (attempt ${attempts} ${ofMax}), or an invoice paid or voided otherwise`;
+      showDetails(stateLine(), waitingFor);
       await waitFor(() => outcomes.has(paymentId) || invoicesChanged);
       while (!outcomes.has(paymentId)) {
         if (await nothingLeft()) break;
+        showDetails(stateLine(), waitingFor);
         await waitFor(() => outcomes.has(paymentId) || invoicesChanged);
       }
       outcome = outcomes.get(paymentId) ?? 'succeeded';
@@ -97,15 +135,28 @@ export async function paymentRequestWorkflow(input: PaymentRequestWorkflowInput)
       break;
     }
     if (attempts >= input.maxAttempts) {
-      await acts.afterFailedPaymentRequestAttemptActivity(input.paymentRequestId, null, at());
+      await acts.afterFailedPaymentRequestAttemptActivity.executeWithOptions({ summary: `fail the request after ${attempts} attempt(s)` }, [
+        input.paymentRequestId,
+        null,
+        at(),
+      ]);
       status = 'failed';
-      upsertSearchAttributes([{ key: BillingStatus, value: status }]);
+      upsertSearchAttributes([{ key: BillingStatus, value: status }, ...amountDueAttribute(status)]);
       break;
     }
     nextAttemptAt = now() + input.daysBetweenAttempts * DAY_MS;
-    await acts.afterFailedPaymentRequestAttemptActivity(input.paymentRequestId, new Date(nextAttemptAt).toISOString(), at());
+    const next = `attempt ${attempts + 1} ${ofMax}`;
+    await acts.afterFailedPaymentRequestAttemptActivity.executeWithOptions({ summary: `schedule ${next} at ${localTime(nextAttemptAt)}` }, [
+      input.paymentRequestId,
+      new Date(nextAttemptAt).toISOString(),
+      at(),
+    ]);
     for (;;) {
-      const waited = await waitUntil(nextAttemptAt, () => invoicesChanged);
+      showDetails(
+        stateLine(),
+        `waiting until ${localTime(nextAttemptAt)} for ${next} (attempt ${attempts} failed), or an invoice paid or voided otherwise`,
+      );
+      const waited = await waitUntil(nextAttemptAt, () => invoicesChanged, next);
       if (waited === 'elapsed') break;
       if (await nothingLeft()) {
         await finish('succeeded');
@@ -114,6 +165,7 @@ export async function paymentRequestWorkflow(input: PaymentRequestWorkflowInput)
     }
     nextAttemptAt = null;
   }
+  showDetails(stateLine(), `nothing: the request is ${status}`);
   markFinished();
   return { status };
 }

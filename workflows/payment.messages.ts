@@ -38,6 +38,36 @@ export interface PaymentWorkflowInput {
   paymentRequestId?: string | null;
   /** The customer's test clock, if it is on one. */
   clock?: ClockRef | null;
+  /** What names the payment to an operator (absent in runs started before them). */
+  labels?: PaymentLabels;
+}
+
+/** The payment's amount, provider, invoice number and customer's external id, for search attributes and summaries. */
+export interface PaymentLabels {
+  /** Whole minor units of `currency`. */
+  amountCents: number;
+  currency: string;
+  provider: string;
+  /** The invoice it pays; null for a payment request's attempt (it pays the request's invoices). */
+  invoiceNumber: string | null;
+  customerExternalId: string | null;
+}
+
+/** What the payment still asks for, in cents (BillingAmountDueCents): its amount while open, else nothing. */
+export function paymentAmountDueCents(status: PaymentStatus, amountCents: number): number {
+  return status === 'pending' || status === 'processing' ? amountCents : 0;
+}
+
+/** `Payment of 1100 cents USD for invoice ACME-203101-000001 through provider_a`. */
+export function paymentLabel(input: Pick<PaymentWorkflowInput, 'paymentId' | 'paymentRequestId' | 'labels'>): string {
+  const labels = input.labels;
+  if (!labels) return `Payment ${input.paymentId}`;
+  const what = labels.invoiceNumber
+    ? `invoice ${labels.invoiceNumber}`
+    : input.paymentRequestId
+      ? `payment request ${input.paymentRequestId}`
+      : 'its invoice';
+  return `Payment of ${labels.amountCents} cents ${labels.currency} for ${what} through ${labels.provider}`;
 }
 
 export interface MarkPaidCommand {
@@ -67,6 +97,7 @@ export const PAYMENT_PROVIDER_ERROR = 'ProviderError';
 
 /** The start options of a payment's workflow; started with a command (src/payments/payment-workflow.ts). */
 export function paymentStartOptions(temporal: TemporalClient, input: PaymentWorkflowInput) {
+  const labels = input.labels;
   return {
     workflowId: workflowIds.payment(input.paymentId),
     taskQueue: temporal.taskQueue,
@@ -76,6 +107,22 @@ export function paymentStartOptions(temporal: TemporalClient, input: PaymentWork
       customerId: input.customerId,
       entityType: 'payment',
       status: input.status,
+      ...(labels
+        ? {
+            customerExternalId: labels.customerExternalId,
+            invoiceNumber: labels.invoiceNumber,
+            amountDueCents: paymentAmountDueCents(input.status, labels.amountCents),
+          }
+        : {}),
     }),
+    ...(labels
+      ? {
+          staticSummary: `${paymentLabel(input)} (customer ${labels.customerExternalId ?? input.customerId})`,
+          staticDetails: [
+            `This run started with the payment ${input.status}${input.expiresAt ? `, its checkout expiring ${input.expiresAt}` : ''}; a run ends whenever the payment rests, the next command or notification starts another.`,
+            `Ids: payment ${input.paymentId}, invoice ${input.invoiceId}${input.paymentRequestId ? `, payment request ${input.paymentRequestId}` : ''}, customer ${input.customerId}, organization ${input.organizationId}.`,
+          ].join('\n'),
+        }
+      : {}),
   };
 }

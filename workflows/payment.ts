@@ -30,8 +30,9 @@ import type { PaymentStepResult } from '../activities/payments';
 import type { PaymentStatus } from '../src/db/models/payment';
 import type { ProviderNotification } from '../src/payments/providers/types';
 import type { PaymentResource } from '../src/resources/payment';
-import { BillingStatus } from '../src/temporal/search-attributes';
+import { BillingAmountDueCents, BillingStatus } from '../src/temporal/search-attributes';
 import { workflowIds } from '../src/temporal/workflow-ids';
+import { localTime, showDetails } from './details';
 import { stepLock } from './exclusive';
 import { settlementRecordedSignal } from './invoice.messages';
 import { paymentOutcomeSignal } from './payment-request.messages';
@@ -42,6 +43,8 @@ import {
   markPaidUpdate,
   PAYMENT_INVALID_TRANSITION,
   PAYMENT_PROVIDER_ERROR,
+  paymentAmountDueCents,
+  paymentLabel,
   paymentStateQuery,
   providerEventSignal,
   refundPaymentUpdate,
@@ -85,12 +88,21 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<{ st
   const events: ProviderNotification[] = [];
   const seen = new Set<string>();
   const { exclusive } = stepLock();
+  const label = paymentLabel(input);
+  const provider = input.labels?.provider ?? 'the provider';
+  const stateLine = () => `${label} ${status}${checkoutCreated ? ' (checkout open)' : ''}.`;
 
   async function apply(step: PaymentStepResult): Promise<PaymentResource> {
     const changed = step.payment.status !== status;
     status = step.payment.status;
     if (step.payment.expires_at) expiresAt = Date.parse(step.payment.expires_at);
-    if (changed) upsertSearchAttributes([{ key: BillingStatus, value: status }]);
+    // Runs started with labels keep the amount due current in the same upsert.
+    if (changed) {
+      upsertSearchAttributes([
+        { key: BillingStatus, value: status },
+        ...(input.labels ? [{ key: BillingAmountDueCents, value: paymentAmountDueCents(status, input.labels.amountCents) }] : []),
+      ]);
+    }
     if (step.settled) await announceSettlement(step.settledInvoiceIds ?? [input.invoiceId]);
     if (changed && input.paymentRequestId && FINAL.includes(status)) await tellRequest(input.paymentRequestId);
     return step.payment;
@@ -126,9 +138,15 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<{ st
 
   const ensureCheckout = () =>
     exclusive(async () => {
-      if (checkoutCreated || status !== 'pending') return await acts.readPaymentActivity(input.paymentId);
+      if (checkoutCreated || status !== 'pending')
+        return await acts.readPaymentActivity.executeWithOptions({ summary: 'read the payment' }, [input.paymentId]);
       try {
-        const payment = await apply(await providerActs.createPaymentCheckoutActivity(input.paymentId, now()));
+        const payment = await apply(
+          await providerActs.createPaymentCheckoutActivity.executeWithOptions({ summary: `open the checkout at ${provider}` }, [
+            input.paymentId,
+            now(),
+          ]),
+        );
         checkoutCreated = true;
         // A payment request's attempt waits for its checkout (an outcome already told it otherwise).
         if (input.paymentRequestId && OPEN.includes(status) && patched(TELL_REQUEST_CHECKOUT_OPEN)) {
@@ -137,7 +155,13 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<{ st
         return payment;
       } catch (err) {
         checkoutError = reasonOf(err);
-        await apply(await acts.failPaymentCheckoutActivity(input.paymentId, checkoutError, now()));
+        await apply(
+          await acts.failPaymentCheckoutActivity.executeWithOptions({ summary: `record the checkout ${provider} refused` }, [
+            input.paymentId,
+            checkoutError,
+            now(),
+          ]),
+        );
         throw ApplicationFailure.nonRetryable(`the provider refused the checkout: ${checkoutError}`, PAYMENT_PROVIDER_ERROR);
       }
     });
@@ -156,7 +180,16 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<{ st
   });
   setHandler(
     completeRedirectUpdate,
-    (flowId) => exclusive(async () => apply(await providerActs.completeRedirectActivity(input.paymentId, flowId, now()))),
+    (flowId) =>
+      exclusive(async () =>
+        apply(
+          await providerActs.completeRedirectActivity.executeWithOptions({ summary: `complete the redirect flow at ${provider}` }, [
+            input.paymentId,
+            flowId,
+            now(),
+          ]),
+        ),
+      ),
     {
       validator: (_flowId) => {
         if (!OPEN.includes(status)) refuse(`Only a pending payment's flow can be completed (this one is ${status})`);
@@ -170,7 +203,7 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<{ st
         // Checked again under the lock: an expiry or a notification may have moved it meanwhile.
         if (!['pending', 'processing', 'failed'].includes(status))
           refuse(`Only a pending, processing or failed payment can be marked paid (this one is ${status})`);
-        return apply(await acts.markPaymentPaidActivity(input.paymentId, command, now()));
+        return apply(await acts.markPaymentPaidActivity.executeWithOptions({ summary: 'mark paid' }, [input.paymentId, command, now()]));
       }),
     {
       validator: (_command) => {
@@ -185,7 +218,14 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<{ st
       exclusive(async () => {
         if (status !== 'succeeded') refuse(`Only a succeeded payment can be refunded (this one is ${status})`);
         try {
-          return await apply(await providerActs.refundPaymentActivity(input.paymentId, command.amountCents, now()));
+          const what = command.amountCents === null ? 'what is left' : `${command.amountCents} cents`;
+          return await apply(
+            await providerActs.refundPaymentActivity.executeWithOptions({ summary: `refund ${what} at ${provider}` }, [
+              input.paymentId,
+              command.amountCents,
+              now(),
+            ]),
+          );
         } catch (err) {
           if (err instanceof ActivityFailure)
             throw ApplicationFailure.nonRetryable(`the provider refused the refund: ${reasonOf(err)}`, PAYMENT_PROVIDER_ERROR);
@@ -203,7 +243,7 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<{ st
     () =>
       exclusive(async () => {
         if (status !== 'pending' || deleted) refuse(`Only a pending payment can be deleted (this one is ${status})`);
-        const payment = await apply(await acts.deletePaymentActivity(input.paymentId, now()));
+        const payment = await apply(await acts.deletePaymentActivity.executeWithOptions({ summary: 'delete' }, [input.paymentId, now()]));
         deleted = true;
         return payment;
       }),
@@ -220,19 +260,38 @@ export async function paymentWorkflow(input: PaymentWorkflowInput): Promise<{ st
   for (;;) {
     while (events.length > 0) {
       const notification = events.shift()!;
-      await exclusive(async () => apply(await acts.applyProviderNotificationActivity(input.paymentId, notification, now())));
+      await exclusive(async () =>
+        apply(
+          await acts.applyProviderNotificationActivity.executeWithOptions(
+            { summary: `apply ${provider}'s ${notification.eventType} (${notification.outcome ?? 'no outcome'})` },
+            [input.paymentId, notification, now()],
+          ),
+        ),
+      );
     }
     if (status === 'pending' && expiresAt !== null) {
-      const waited = await waitUntil(expiresAt, () => events.length > 0 || status !== 'pending');
+      const expiry = expiresAt;
+      showDetails(stateLine(), `waiting for ${provider}'s notification, or the checkout expiry ${localTime(expiry)} to cancel the payment`);
+      const waited = await waitUntil(expiry, () => events.length > 0 || status !== 'pending', 'checkout expiry: cancel');
       if (waited === 'elapsed' && status === 'pending') {
-        await exclusive(async () => apply(await acts.expirePaymentActivity(input.paymentId, new Date(expiresAt!).toISOString())));
+        const at = new Date(expiry).toISOString();
+        await exclusive(async () =>
+          apply(
+            await acts.expirePaymentActivity.executeWithOptions({ summary: `expire the checkout (${localTime(expiry)})` }, [
+              input.paymentId,
+              at,
+            ]),
+          ),
+        );
       }
     } else if (OPEN.includes(status)) {
+      showDetails(stateLine(), `no timer: waiting for ${provider}'s notification (or a command: mark paid, delete)`);
       await waitFor(() => events.length > 0 || !OPEN.includes(status));
     } else {
       // Resting: end once no command is running and no notification waits (one that arrived
       // meanwhile is handled first; a later one starts the next run). Through waitFor, so that a
       // test clock's advance (itself a running handler) sees this workflow caught up meanwhile.
+      showDetails(stateLine(), 'nothing: the payment rests; this run ends (a later command or notification starts another)');
       await waitFor(allHandlersFinished);
       if (events.length === 0 && !OPEN.includes(status)) break;
     }

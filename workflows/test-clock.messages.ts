@@ -25,6 +25,13 @@ export interface TestClockAdvanceInput {
   target: string;
   /** The clock's time before the advance (where its workflows stand). */
   from?: string;
+  /** The clock's name, for operators (absent in executions started before it). */
+  clockName?: string | null;
+}
+
+/** `Test clock Trial run (<id>)`, or its id. */
+export function testClockLabel(input: Pick<TestClockAdvanceInput, 'clockId' | 'clockName'>): string {
+  return input.clockName ? `Test clock ${input.clockName} (${input.clockId})` : `Test clock ${input.clockId}`;
 }
 
 /**
@@ -49,6 +56,12 @@ export function startTestClockAdvanceWorkflow(temporal: TemporalClient, input: T
     taskQueue: temporal.taskQueue,
     args: [input],
     workflowIdConflictPolicy: 'USE_EXISTING',
+    // No customer's attributes: a clock drives many customers (found by BillingOrganizationId and BillingEntityType).
     typedSearchAttributes: entitySearchAttributes({ organizationId, entityType: 'test_clock', status: 'advancing' }),
+    staticSummary: `${testClockLabel(input)} advance to ${input.target}`,
+    staticDetails: [
+      `From ${input.from ?? '?'} to ${input.target}: the time is delivered to the workflows of the clock's customers instant by instant, in order.`,
+      `Ids: test clock ${input.clockId}, organization ${organizationId}.`,
+    ].join('\n'),
   });
 }

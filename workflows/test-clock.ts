@@ -13,7 +13,8 @@
  */
 import { patched, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { TestClockAdvanceInput } from './test-clock.messages';
+import { localTime, showDetails } from './details';
+import { testClockLabel, type TestClockAdvanceInput } from './test-clock.messages';
 
 const acts = proxyActivities<Activities>({
   startToCloseTimeout: '30 minutes',
@@ -31,8 +32,16 @@ export async function testClockAdvanceWorkflow(
   let rounds = 0;
   let instants = 1;
   let confirmed: string[] = [];
+  const label = testClockLabel(input);
   for (;;) {
-    const round = await acts.advanceTestClockStep(input.clockId, at);
+    showDetails(
+      `${label} advancing to ${localTime(input.target)}: delivering ${localTime(at)} (instant ${instants}, round ${rounds + 1}).`,
+      `no timer: waiting for the workflows of the clock's customers to catch up with ${localTime(at)}, then the next instant that falls due, up to the target`,
+    );
+    const round = await acts.advanceTestClockStep.executeWithOptions({ summary: `deliver ${localTime(at)} (round ${rounds + 1})` }, [
+      input.clockId,
+      at,
+    ]);
     confirmed = round.confirmed;
     rounds++;
     const key = confirmed.join(',');
@@ -43,7 +52,11 @@ export async function testClockAdvanceWorkflow(
     at = round.nextWakeAt !== null && Date.parse(round.nextWakeAt) < target ? round.nextWakeAt : input.target;
     instants++;
   }
-  await acts.markTestClockReady(input.clockId, input.target);
+  await ready(input);
+  showDetails(
+    `${label} ready at ${localTime(input.target)}: ${instants} instant(s), ${rounds} round(s), ${confirmed.length} workflow(s) caught up.`,
+    'nothing: the advance is done',
+  );
   return { rounds, workflows: confirmed.length, instants };
 }
 
@@ -52,13 +65,32 @@ async function deliverTargetAtOnce(input: TestClockAdvanceInput): Promise<{ roun
   let previous = '';
   let rounds = 0;
   let confirmed: string[] = [];
+  const label = testClockLabel(input);
   for (;;) {
-    confirmed = await acts.advanceTestClockRound(input.clockId, input.target);
+    showDetails(
+      `${label} advancing to ${localTime(input.target)} (round ${rounds + 1}).`,
+      "no timer: waiting for the workflows of the clock's customers to catch up with the target",
+    );
+    confirmed = await acts.advanceTestClockRound.executeWithOptions({ summary: `deliver the target (round ${rounds + 1})` }, [
+      input.clockId,
+      input.target,
+    ]);
     rounds++;
     const key = confirmed.join(',');
     if (key === previous) break;
     previous = key;
   }
-  await acts.markTestClockReady(input.clockId, input.target);
+  await ready(input);
+  showDetails(
+    `${label} ready at ${localTime(input.target)}: ${rounds} round(s), ${confirmed.length} workflow(s).`,
+    'nothing: the advance is done',
+  );
   return { rounds, workflows: confirmed.length };
+}
+
+function ready(input: TestClockAdvanceInput): Promise<void> {
+  return acts.markTestClockReady.executeWithOptions({ summary: `mark the clock ready at ${localTime(input.target)}` }, [
+    input.clockId,
+    input.target,
+  ]);
 }

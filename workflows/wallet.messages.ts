@@ -32,6 +32,23 @@ export interface WalletWorkflowInput {
   timezone?: string;
   /** The wallet's interval rules, each with the instant after which it runs next. */
   intervalRules?: WalletIntervalRule[];
+  /** What names the wallet to an operator (absent in executions started before them). */
+  labels?: WalletLabels;
+}
+
+/** The wallet's name or code, currency and its customer's external id, for search attributes and summaries. */
+export interface WalletLabels {
+  name: string | null;
+  code: string | null;
+  currency: string;
+  customerExternalId: string | null;
+}
+
+/** `Wallet Promo credits (code promo)`, else its code, else its id. */
+export function walletLabel(walletId: string, labels: WalletLabels | undefined): string {
+  if (!labels) return `Wallet ${walletId}`;
+  if (labels.name) return `Wallet ${labels.name}${labels.code ? ` (code ${labels.code})` : ''}`;
+  return `Wallet ${labels.code ?? walletId}`;
 }
 
 /** An interval rule as its wallet's workflow schedules it (the rule's credits are read when it runs). */
@@ -71,11 +88,21 @@ export interface WalletOwner {
 }
 
 function startOptions(temporal: TemporalClient, input: WalletWorkflowInput, owner: WalletOwner) {
+  const labels = input.labels;
   return {
     workflowId: workflowIds.wallet(input.walletId),
     taskQueue: temporal.taskQueue,
     args: [input] as Parameters<WalletWorkflow>,
-    typedSearchAttributes: entitySearchAttributes({ ...owner, entityType: 'wallet' }),
+    typedSearchAttributes: entitySearchAttributes({ ...owner, entityType: 'wallet', customerExternalId: labels?.customerExternalId }),
+    ...(labels
+      ? {
+          staticSummary: `${walletLabel(input.walletId, labels)} of customer ${labels.customerExternalId ?? owner.customerId}`,
+          staticDetails: [
+            `Currency ${labels.currency}, ${input.expirationAt ? `expires ${input.expirationAt}` : 'no expiration'}, ${input.intervalRules?.length ?? 0} interval rule(s) at start, time zone ${input.timezone ?? 'UTC'}.`,
+            `Ids: wallet ${input.walletId}, customer ${owner.customerId}, organization ${owner.organizationId}.`,
+          ].join('\n'),
+        }
+      : {}),
   };
 }
 

@@ -39,10 +39,12 @@ import {
   thresholdCrossedSignal,
   WALLET_TERMINATED,
   walletStateQuery,
+  walletLabel,
   type WalletIntervalRule,
   type WalletWorkflowInput,
 } from './wallet.messages';
 import { nextIntervalRun } from '../src/domain/wallet-rules';
+import { localTime, showDetails } from './details';
 import { currentClock, markFinished, now, useClock, waitFor, waitUntil } from './wait';
 
 const { terminateWalletActivity, walletIntervalTopUpActivity, walletRulesActivity, walletThresholdTopUpsActivity } =
@@ -70,11 +72,29 @@ export async function walletWorkflow(input: WalletWorkflowInput): Promise<Wallet
   let rules: WalletIntervalRule[] = input.intervalRules ?? [];
   let thresholdOwed = false;
   let rulesChanged = false;
+  const label = walletLabel(input.walletId, input.labels);
+
+  /** The wallet's state line in the UI: `Wallet Promo active (EUR), expires 2027-01-01 00:00 Europe/Paris, 1 interval rule(s).` */
+  function stateLine(): string {
+    const status = ended ? `terminated (${ended.reason})` : manual ? 'being terminated' : 'active';
+    const currency = input.labels ? ` (${input.labels.currency})` : '';
+    const expiry = ended
+      ? terminatedAt
+        ? `, terminated at ${localTime(terminatedAt, timezone)}`
+        : ''
+      : expirationAt === null
+        ? ', no expiration'
+        : `, expires ${localTime(expirationAt, timezone)}`;
+    const ruleCount = !ended && rules.length > 0 ? `, ${rules.length} interval rule(s)` : '';
+    return `${label} ${status}${currency}${expiry}${ruleCount}.`;
+  }
 
   /** The rules as stored now; a rule it knows keeps the instant of its last run. */
   async function reloadRules(): Promise<void> {
     rulesChanged = false;
-    const current = await walletRulesActivity({ walletId: input.walletId });
+    const current = await walletRulesActivity.executeWithOptions({ summary: "read the wallet's rules and time zone" }, [
+      { walletId: input.walletId },
+    ]);
     timezone = current.timezone;
     rules = current.intervalRules.map((rule) => {
       const known = rules.find((r) => r.id === rule.id);
@@ -128,7 +148,10 @@ export async function walletWorkflow(input: WalletWorkflowInput): Promise<Wallet
       manual = true;
       const decidedAt = now();
       try {
-        const result = await terminateWalletActivity({ walletId: input.walletId, at: new Date(decidedAt).toISOString(), reason: 'manual' });
+        const at = new Date(decidedAt).toISOString();
+        const result = await terminateWalletActivity.executeWithOptions({ summary: 'terminate on request' }, [
+          { walletId: input.walletId, at, reason: 'manual' },
+        ]);
         finish(result, 'manual', decidedAt);
         return result.wallet;
       } finally {
@@ -148,23 +171,43 @@ export async function walletWorkflow(input: WalletWorkflowInput): Promise<Wallet
     const timer = nextTimer();
     if (manual) {
       // A terminate update is running its activity: it ends the wallet (or fails and gives back).
+      showDetails(stateLine(), 'no timer: a terminate request is running; the wallet ends with it');
       await waitFor(() => !manual || ended !== null);
     } else if (rulesChanged) {
       await reloadRules();
     } else if (thresholdOwed) {
       thresholdOwed = false;
-      await walletThresholdTopUpsActivity({ walletId: input.walletId });
+      await walletThresholdTopUpsActivity.executeWithOptions({ summary: 'make the threshold top-ups parked on the wallet' }, [
+        { walletId: input.walletId },
+      ]);
     } else if (timer === null) {
+      showDetails(stateLine(), 'no timer: waiting for a change (expiration, rules), a threshold crossing or a termination');
       await waitFor(interrupted);
     } else {
       const due = timer.at;
-      const waited = await waitUntil(due, interrupted);
+      const expiry = expirationAt === null ? '' : `; the expiration ${localTime(expirationAt, timezone)} terminates the wallet`;
+      if (timer.rule) {
+        showDetails(
+          stateLine(),
+          `waiting for the ${timer.rule.interval} anniversary ${localTime(due, timezone)} of rule ${timer.rule.id} to top up the wallet${expiry}`,
+        );
+      } else {
+        showDetails(stateLine(), `waiting for the expiration ${localTime(due, timezone)} to terminate the wallet`);
+      }
+      const waited = await waitUntil(
+        due,
+        interrupted,
+        timer.rule ? `${timer.rule.interval} top-up (rule ${timer.rule.id})` : 'expiration: terminate the wallet',
+      );
       if (waited === 'elapsed' && !ended && !manual) {
         if (timer.rule) {
           const ruleId = timer.rule.id;
           const dueIso = new Date(due).toISOString();
           // For the anniversary itself, so a late timer tops up for the instant it was due.
-          const run = await walletIntervalTopUpActivity({ walletId: input.walletId, ruleId, at: dueIso });
+          const run = await walletIntervalTopUpActivity.executeWithOptions(
+            { summary: `${timer.rule.interval} top-up of rule ${ruleId} for ${localTime(due, timezone)}` },
+            [{ walletId: input.walletId, ruleId, at: dueIso }],
+          );
           rules = rules.map((rule) => (rule.id === ruleId ? { ...rule, after: dueIso } : rule));
           // Replaced or removed meanwhile (its signal not here yet, or lost): read them again.
           if (run.ruleGone) await reloadRules();
@@ -172,7 +215,9 @@ export async function walletWorkflow(input: WalletWorkflowInput): Promise<Wallet
           const firedAt = now();
           // Acts for the expiration instant itself, so a late timer (a worker that was down) still
           // records the wallet as terminated when it expired.
-          const result = await terminateWalletActivity({ walletId: input.walletId, at: new Date(due).toISOString(), reason: 'expired' });
+          const result = await terminateWalletActivity.executeWithOptions({ summary: `terminate: expired ${localTime(due, timezone)}` }, [
+            { walletId: input.walletId, at: new Date(due).toISOString(), reason: 'expired' },
+          ]);
           finish(result, 'expired', firedAt);
         }
       }
@@ -186,10 +231,12 @@ export async function walletWorkflow(input: WalletWorkflowInput): Promise<Wallet
         clock: currentClock(),
         ...(input.timezone === undefined && timezone === 'UTC' ? {} : { timezone }),
         ...(rules.length === 0 && input.intervalRules === undefined ? {} : { intervalRules: rules }),
+        ...(input.labels ? { labels: input.labels } : {}),
       });
     }
   }
   // A terminate update in flight finishes (and answers) before the workflow ends.
+  showDetails(stateLine(), 'nothing: the wallet is terminated');
   markFinished();
   await condition(allHandlersFinished);
   return ended!;

@@ -19,6 +19,28 @@ type WebhookDeliveryWorkflow = (typeof workflows)[typeof webhookDeliveryWorkflow
 
 export interface WebhookDeliveryInput {
   deliveryId: string;
+  /** What names the delivery to an operator (absent in executions started before them). */
+  labels?: WebhookDeliveryLabels;
+}
+
+/** The event's type, the endpoint's host and the customer the event is about, for search attributes and summaries. */
+export interface WebhookDeliveryLabels {
+  eventType: string;
+  /** The host (and port) of the endpoint's URL: not its path, which may carry a token. */
+  endpointHost: string;
+  endpointId: string;
+  eventId: string;
+  /** Null: the event is not about a customer, or not known (a retry). */
+  customerExternalId: string | null;
+}
+
+/** The host (and port) of an endpoint's URL, `?` when it does not parse. */
+export function endpointHostOf(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return '?';
+  }
 }
 
 /**
@@ -39,6 +61,19 @@ export function startWebhookDeliveryWorkflow(
     args: [input],
     workflowIdReusePolicy: mode === 'first' ? 'REJECT_DUPLICATE' : 'ALLOW_DUPLICATE',
     workflowIdConflictPolicy: 'USE_EXISTING',
-    typedSearchAttributes: entitySearchAttributes({ ...owner, entityType: 'webhook' }),
+    typedSearchAttributes: entitySearchAttributes({
+      ...owner,
+      entityType: 'webhook',
+      customerExternalId: input.labels?.customerExternalId,
+    }),
+    ...(input.labels
+      ? {
+          staticSummary: `Webhook delivery of ${input.labels.eventType} to ${input.labels.endpointHost}${input.labels.customerExternalId ? ` (customer ${input.labels.customerExternalId})` : ''}`,
+          staticDetails: [
+            mode === 'first' ? 'First series of attempts.' : 'Another series of attempts (POST /v1/webhooks/{id}/retry).',
+            `Ids: delivery ${input.deliveryId}, event ${input.labels.eventId}, endpoint ${input.labels.endpointId}${owner.customerId ? `, customer ${owner.customerId}` : ''}, organization ${owner.organizationId}.`,
+          ].join('\n'),
+        }
+      : {}),
   });
 }

@@ -8,6 +8,7 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { webhookRetryDelayMs } from '../src/domain/webhook-schedule';
+import { localTime, showDetails } from './details';
 import type { WebhookDeliveryInput } from './webhook-delivery.messages';
 import { waitUntil } from './wait';
 
@@ -20,18 +21,50 @@ const { attemptWebhookDelivery, webhookDeliveryStart } = proxyActivities<Activit
 
 export type WebhookDeliveryResult = { status: 'succeeded' | 'failed' | 'abandoned'; attempts: number };
 
+/** `30 s`, `2 min`, `1 h`: a backoff as the details say it. */
+function delayLabel(ms: number): string {
+  if (ms < 60_000) return `${Math.round(ms / 1000)} s`;
+  if (ms < 3_600_000) return `${Math.round(ms / 60_000)} min`;
+  return `${Math.round(ms / 3_600_000)} h`;
+}
+
 export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Promise<WebhookDeliveryResult> {
-  const { firstAttempt, lastAttempt } = await webhookDeliveryStart(input.deliveryId);
+  const labels = input.labels;
+  const label = labels ? `Webhook delivery of ${labels.eventType} to ${labels.endpointHost}` : `Webhook delivery ${input.deliveryId}`;
+  const target = labels?.endpointHost ?? 'the endpoint';
+  const { firstAttempt, lastAttempt } = await webhookDeliveryStart.executeWithOptions({ summary: 'count the attempts made before' }, [
+    input.deliveryId,
+  ]);
+  const done = (state: string, result: WebhookDeliveryResult): WebhookDeliveryResult => {
+    showDetails(`${label} ${state}.`, 'nothing: the delivery is over');
+    return result;
+  };
+  let lastError = '';
   for (let attempt = firstAttempt; attempt <= lastAttempt; attempt++) {
-    const result = await attemptWebhookDelivery({
-      deliveryId: input.deliveryId,
-      attempt,
-      lastAttempt,
-      attemptedAt: new Date().toISOString(),
-    });
-    if (result.outcome === 'succeeded') return { status: 'succeeded', attempts: attempt };
-    if (result.outcome === 'abandoned') return { status: 'abandoned', attempts: attempt - 1 };
-    if (attempt < lastAttempt) await waitUntil(Date.now() + webhookRetryDelayMs(attempt - firstAttempt + 1));
+    const of = `${attempt} of ${lastAttempt}`;
+    showDetails(`${label}: attempt ${of} under way.`, `the answer of ${target} (at most 10 s)`);
+    const result = await attemptWebhookDelivery.executeWithOptions({ summary: `attempt ${of}: POST to ${target}` }, [
+      {
+        deliveryId: input.deliveryId,
+        attempt,
+        lastAttempt,
+        attemptedAt: new Date().toISOString(),
+      },
+    ]);
+    if (result.outcome === 'succeeded')
+      return done(`succeeded at attempt ${of} (HTTP ${result.httpStatus})`, { status: 'succeeded', attempts: attempt });
+    if (result.outcome === 'abandoned')
+      return done(`abandoned before attempt ${of}: ${result.reason}`, { status: 'abandoned', attempts: attempt - 1 });
+    lastError = result.error;
+    if (attempt < lastAttempt) {
+      const delay = webhookRetryDelayMs(attempt - firstAttempt + 1);
+      const at = Date.now() + delay;
+      showDetails(
+        `${label}: attempt ${of} failed (${result.error}).`,
+        `retry ${attempt - firstAttempt + 1} (attempt ${attempt + 1} of ${lastAttempt}) at ${localTime(at)}, after a ${delayLabel(delay)} backoff`,
+      );
+      await waitUntil(at, undefined, `retry: attempt ${attempt + 1} of ${lastAttempt}`);
+    }
   }
-  return { status: 'failed', attempts: lastAttempt };
+  return done(`failed after attempt ${lastAttempt} of ${lastAttempt} (${lastError})`, { status: 'failed', attempts: lastAttempt });
 }

@@ -941,9 +941,9 @@ export function intervalRulesOf(wallet: Pick<WalletDoc, 'recurring_transaction_r
     }));
 }
 
-/** What a wallet's workflow starts with: its expiry, its interval rules, the customer's clock and time zone. */
+/** What a wallet's workflow starts with: its expiry, its interval rules, the customer's clock, time zone and external id. */
 export async function walletWorkflowOf(db: Db, wallet: WalletDoc): Promise<[WalletWorkflowInput, WalletOwner]> {
-  const customer = await db.models.Customer.findById(wallet.customer_id, { timezone: 1, test_clock_id: 1 }).lean();
+  const customer = await db.models.Customer.findById(wallet.customer_id, { timezone: 1, test_clock_id: 1, external_id: 1 }).lean();
   const clock = customer ? await clockOfCustomer(db, customer) : null;
   const organization = customer?.timezone ? null : await db.models.Organization.findById(wallet.organization_id, { timezone: 1 }).lean();
   const intervalRules = intervalRulesOf(wallet);
@@ -954,6 +954,7 @@ export async function walletWorkflowOf(db: Db, wallet: WalletDoc): Promise<[Wall
       clock,
       timezone: customer?.timezone ?? organization?.timezone ?? 'UTC',
       ...(intervalRules.length > 0 ? { intervalRules } : {}),
+      labels: { name: wallet.name, code: wallet.code, currency: wallet.currency, customerExternalId: customer?.external_id ?? null },
     },
     { organizationId: wallet.organization_id, customerId: wallet.customer_id, status: wallet.status },
   ];

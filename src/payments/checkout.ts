@@ -12,11 +12,10 @@ import { payments } from '../metrics/registry';
 import { ApiError, InvalidTransition, NotFound, Validation } from '../errors';
 import type { PaymentResource } from '../resources/payment';
 import type { TemporalClient } from '../temporal/client';
-import { clockOfCustomerId } from '../test-clocks/time';
 import { checkoutPaymentUpdate, PAYMENT_INVALID_TRANSITION, PAYMENT_PROVIDER_ERROR } from '../../workflows/payment.messages';
 import { activeProviderIntegration } from './integrations';
 import { PROVIDER_REFUSED } from './payments';
-import { executePaymentUpdate, paymentWorkflowInput } from './payment-workflow';
+import { executePaymentUpdate, loadPaymentWorkflowInput } from './payment-workflow';
 import type { ProviderCode } from './providers/types';
 
 export interface CheckoutDeps {
@@ -111,9 +110,9 @@ export async function runPaymentUpdate<Args extends unknown[]>(
   update: Parameters<typeof executePaymentUpdate<PaymentResource, Args>>[2],
   ...args: Args
 ): Promise<PaymentResource> {
-  const clock = await clockOfCustomerId(deps.db, payment.customer_id);
+  const input = await loadPaymentWorkflowInput(deps.db, payment);
   try {
-    return await executePaymentUpdate(deps.temporal, paymentWorkflowInput(payment, clock), update, ...args);
+    return await executePaymentUpdate(deps.temporal, input, update, ...args);
   } catch (err) {
     throw paymentRefusal(err) ?? err;
   }

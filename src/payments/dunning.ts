@@ -39,8 +39,8 @@ export async function notifyOverdue(
   if (!campaign) return;
   await signalInvoiceOverdue(
     temporal,
-    { campaignId: campaign._id, organizationId: campaign.organization_id },
-    { customerId: customer._id, currency: invoice.currency, invoiceId: invoice._id },
+    { campaignId: campaign._id, organizationId: campaign.organization_id, labels: { code: campaign.code, name: campaign.name } },
+    { customerId: customer._id, currency: invoice.currency, invoiceId: invoice._id, customerExternalId: customer.external_id },
   );
 }
 
@@ -114,6 +114,7 @@ export async function checkDunning(
     maxAttempts: campaign.max_attempts,
     daysBetweenAttempts: campaign.days_between_attempts,
     idempotencyKey: `dunning/${campaignId}/${candidates.map((c) => c.invoice._id).join(',')}`,
+    customerExternalId: customer.external_id,
   });
   return { campaignDeleted: false, paymentRequestId: request._id };
 }

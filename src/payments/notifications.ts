@@ -6,9 +6,8 @@ import { isDuplicateKeyError } from '../db';
 import type { PaymentDoc } from '../db/models/payment';
 import { ApiError, BadRequest, Unauthorized } from '../errors';
 import type { TemporalClient } from '../temporal/client';
-import { clockOfCustomerId } from '../test-clocks/time';
 import { activeProviderIntegration, providerContext } from './integrations';
-import { paymentWorkflowInput, signalProviderEvent } from './payment-workflow';
+import { loadPaymentWorkflowInput, signalProviderEvent } from './payment-workflow';
 import { adapterFor } from './providers';
 import { InvalidProviderSignature, type ProviderCode, type ProviderNotification, type RawHeaders } from './providers/types';
 import type { SecretBox } from './secrets';
@@ -120,8 +119,7 @@ async function deliver(
   }
   // The workflow ignores an event key it has seen, and the payment's status only moves forward,
   // so a second signal of the same event changes nothing.
-  const clock = await clockOfCustomerId(deps.db, payment.customer_id);
-  await signalProviderEvent(deps.temporal, paymentWorkflowInput(payment, clock), { ...n, paymentId: payment._id });
+  await signalProviderEvent(deps.temporal, await loadPaymentWorkflowInput(deps.db, payment), { ...n, paymentId: payment._id });
   await ProviderEvent.updateOne(
     { organization_id: organizationId, provider, event_key: n.eventKey },
     { $set: { delivered_at: new Date() } },

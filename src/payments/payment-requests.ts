@@ -17,7 +17,7 @@ import { toPaymentRequestResource } from '../resources/payment-request';
 import type { TemporalClient } from '../temporal/client';
 import { emitEvent, type EmitDeps } from '../webhooks/emit-event';
 import { startPaymentRequestWorkflow } from '../../workflows/payment-request.messages';
-import { clockOfCustomerId } from '../test-clocks/time';
+import { clockOfCustomer, clockOfCustomerId } from '../test-clocks/time';
 import { activeProviderIntegration } from './integrations';
 import { paymentWorkflowInput, startPaymentWorkflow } from './payment-workflow';
 import { adapterFor } from './providers';
@@ -62,6 +62,8 @@ export async function createPaymentRequest(
     daysBetweenAttempts: number;
     /** Derives the request's id: a retried creation finds the first one. */
     idempotencyKey: string;
+    /** The customer's external id, for its workflow's search attributes and summary. */
+    customerExternalId: string | null;
   },
 ): Promise<PaymentRequestDoc> {
   const id = deterministicId(`payment-request/${input.organizationId}/${input.idempotencyKey}`);
@@ -92,6 +94,13 @@ export async function createPaymentRequest(
     maxAttempts: request.max_attempts,
     daysBetweenAttempts: request.days_between_attempts,
     clock: await clockOfCustomerId(deps.db, request.customer_id),
+    labels: {
+      amountCents: Math.round(Number(request.amount_cents.toString())),
+      currency: request.currency,
+      customerExternalId: input.customerExternalId,
+      invoiceNumbers: input.invoices.filter((i) => request.invoice_ids.includes(i.invoice._id)).map((i) => i.invoice.number),
+      dunningCampaignId: request.dunning_campaign_id,
+    },
   });
   return request;
 }
@@ -121,6 +130,8 @@ export interface AttemptResult {
   paymentId: string | null;
   /** The attempt's payment status when its workflow was started (final when a retried step finds it so). */
   paymentStatus: string | null;
+  /** What the request's open invoices leave to pay, in cents, as this attempt found it (absent: not looked at). */
+  amountCents?: number;
 }
 
 /**
@@ -149,7 +160,7 @@ export async function startAttempt(deps: AttemptDeps, requestId: string, attempt
   const integration = provider ? await activeProviderIntegration(deps.db, request.organization_id, provider) : null;
   if (!provider || !integration) {
     // Nothing to attempt with: the attempt fails (the next one may find a provider configured).
-    return { done: false, paymentId: null, paymentStatus: 'failed' };
+    return { done: false, paymentId: null, paymentStatus: 'failed', amountCents: roundCents(amount).toNumber() };
   }
   const savedMethod = customer?.payment_method_id && adapterFor(provider).chargeSavedMethod ? customer.payment_method_id : null;
   // Nobody gave this checkout a page to return to: the integration's success_redirect_url, else the service's own page.
@@ -185,8 +196,12 @@ export async function startAttempt(deps: AttemptDeps, requestId: string, attempt
   );
   // Not waited for: the payment's workflow opens the checkout (or charges the saved method) and
   // tells the request's workflow, which then records the attempt (recordAttempt).
-  await startPaymentWorkflow(deps.temporal, paymentWorkflowInput(payment, await clockOfCustomerId(deps.db, request.customer_id)));
-  return { done: false, paymentId, paymentStatus: payment.status };
+  const clock = customer ? await clockOfCustomer(deps.db, customer) : null;
+  await startPaymentWorkflow(
+    deps.temporal,
+    paymentWorkflowInput(payment, clock, { customerExternalId: customer?.external_id ?? null, invoiceNumber: null }),
+  );
+  return { done: false, paymentId, paymentStatus: payment.status, amountCents: roundCents(amount).toNumber() };
 }
 
 /**

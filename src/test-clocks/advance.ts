@@ -40,7 +40,7 @@ export async function startClockAdvance(deps: TestClockDeps, clock: TestClockDoc
   try {
     await startTestClockAdvanceWorkflow(
       deps.temporal,
-      { clockId: clock._id, target: target.toISOString(), from: clock.frozen_time.toISOString() },
+      { clockId: clock._id, target: target.toISOString(), from: clock.frozen_time.toISOString(), clockName: clock.name },
       clock.organization_id,
     );
   } catch (err) {

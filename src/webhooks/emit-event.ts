@@ -6,7 +6,8 @@ import type { WebhookEventType } from '../domain/webhook-schedule';
 import { deterministicId } from '../ids';
 import { toLifecycleEventPayload, type LifecycleEventPayload } from '../resources/lifecycle-event';
 import type { TemporalClient } from '../temporal/client';
-import { startWebhookDeliveryWorkflow } from '../../workflows/webhook-delivery.messages';
+import type { WebhookDoc } from '../db/models/webhook';
+import { endpointHostOf, startWebhookDeliveryWorkflow, type WebhookDeliveryLabels } from '../../workflows/webhook-delivery.messages';
 
 export interface EmitDeps {
   models: Models;
@@ -25,7 +26,7 @@ export interface EmitEventInput {
   object: LifecycleEventPayload['data']['object'];
   /** When it happened: workflow time (or the customer's test-clock time). */
   occurredAt: Date;
-  /** For the delivery workflows' search attributes. */
+  /** For the delivery workflows' search attributes (with its external id, read once when there is a delivery). */
   customerId?: string | null;
 }
 
@@ -73,8 +74,13 @@ export async function emitEvent(deps: EmitDeps, input: EmitEventInput): Promise<
       status: 'active',
       $or: [{ event_types: { $size: 0 } }, { event_types: input.type }],
     },
-    { _id: 1 },
+    { _id: 1, url: 1 },
   ).lean();
+  // The customer's external id names the deliveries to an operator: one read, only when there are some.
+  const customerExternalId =
+    endpoints.length > 0 && input.customerId
+      ? ((await deps.models.Customer.findById(input.customerId, { external_id: 1 }).lean())?.external_id ?? null)
+      : null;
 
   const payload = toLifecycleEventPayload(event);
   const deliveryIds: string[] = [];
@@ -97,7 +103,22 @@ export async function emitEvent(deps: EmitDeps, input: EmitEventInput): Promise<
     ).catch((err: unknown) => {
       if (!isDuplicateKeyError(err)) throw err;
     });
-    await startDelivery(deps.temporal, { deliveryId, organizationId: input.organizationId, customerId: input.customerId ?? null }, 'first');
+    await startDelivery(
+      deps.temporal,
+      {
+        deliveryId,
+        organizationId: input.organizationId,
+        customerId: input.customerId ?? null,
+        labels: {
+          eventType: input.type,
+          endpointHost: endpointHostOf(endpoint.url),
+          endpointId: endpoint._id,
+          eventId,
+          customerExternalId,
+        },
+      },
+      'first',
+    );
   }
   return { eventId, deliveryIds };
 }
@@ -108,12 +129,35 @@ export async function emitEvent(deps: EmitDeps, input: EmitEventInput): Promise<
  */
 export async function startDelivery(
   temporal: TemporalClient,
-  delivery: { deliveryId: string; organizationId: string; customerId: string | null },
+  delivery: { deliveryId: string; organizationId: string; customerId: string | null; labels: WebhookDeliveryLabels },
   mode: 'first' | 'again',
 ): Promise<void> {
   try {
-    await startWebhookDeliveryWorkflow(temporal, { deliveryId: delivery.deliveryId }, delivery, mode);
+    await startWebhookDeliveryWorkflow(
+      temporal,
+      { deliveryId: delivery.deliveryId, labels: delivery.labels },
+      { organizationId: delivery.organizationId, customerId: delivery.customerId },
+      mode,
+    );
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
   }
+}
+
+/**
+ * What names a delivery's run to an operator, from its record (a retry): the endpoint's host (one
+ * read by id). The customer the event is about is not on the record: a retry carries none.
+ */
+export async function deliveryLabelsOf(
+  models: Models,
+  delivery: Pick<WebhookDoc, 'webhook_type' | 'webhook_endpoint_id' | 'event_id'>,
+): Promise<WebhookDeliveryLabels> {
+  const endpoint = await models.WebhookEndpoint.findById(delivery.webhook_endpoint_id, { url: 1 }).lean();
+  return {
+    eventType: delivery.webhook_type,
+    endpointHost: endpoint ? endpointHostOf(endpoint.url) : '?',
+    endpointId: delivery.webhook_endpoint_id,
+    eventId: delivery.event_id,
+    customerExternalId: null,
+  };
 }

@@ -86,6 +86,7 @@ export const paymentRequestRoutes: FastifyPluginAsyncZod = async (app) => {
           maxAttempts: 1,
           daysBetweenAttempts: 1,
           idempotencyKey: `manual/${request.headers['idempotency-key'] ?? newId()}`,
+          customerExternalId: customer.external_id,
         },
       );
       return reply.status(201).send(toPaymentRequestResource(created));

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { WEBHOOK_EVENT_TYPES } from '../../domain/webhook-schedule';
 import { InvalidTransition, NotFound } from '../../errors';
-import { startDelivery } from '../../webhooks/emit-event';
+import { deliveryLabelsOf, startDelivery } from '../../webhooks/emit-event';
 import { generateWebhookSecret } from '../../webhooks/signature';
 import { findLive, listPage, live, softDelete, updateLive } from '../catalog';
 import { idParams, listQuery, responses, sendList } from '../http';
@@ -194,7 +194,12 @@ export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
       if (!reopened) throw new InvalidTransition(`Only a failed webhook can be retried (this one is ${existing.status})`);
       await startDelivery(
         app.deps.temporal,
-        { deliveryId: reopened._id, organizationId: request.organizationId, customerId: null },
+        {
+          deliveryId: reopened._id,
+          organizationId: request.organizationId,
+          customerId: null,
+          labels: await deliveryLabelsOf(app.deps.db.models, reopened),
+        },
         'again',
       );
       return toWebhookResource(reopened);
