@@ -34,7 +34,7 @@ const PARALLELISM = 16;
 
 /**
  * The reconciler's one activity (run by reconcileSubscriptionsWorkflow, on the
- * `reconcile-subscriptions` schedule): every pending or active subscription must have a running
+ * `reconcile-subscriptions` schedule): every pending, active or paused subscription must have a running
  * `subscription/<id>` workflow. One whose workflow is missing or closed (terminated by an
  * operator, failed, lost with a Temporal namespace) is started again from the state its last step
  * recorded on the document, else from the document itself. Idempotent: starting uses the
@@ -70,7 +70,7 @@ export function createReconcilerActivities(deps: { db: Db; temporal: TemporalCli
     async reconcileSubscriptions(input: ReconcileInput): Promise<ReconcileResult> {
       const pageSize = Math.max(1, Math.min(input.pageSize ?? DEFAULT_PAGE_SIZE, 1000));
       const page = await Subscription.find({
-        status: { $in: ['pending', 'active'] },
+        status: { $in: ['pending', 'active', 'paused'] },
         // A subscription the API is creating right now gets its workflow from the API, with its own timing.
         created_at: { $lt: new Date(Date.now() - (input.minAgeMs ?? 60_000)) },
         ...(input.afterId ? { _id: { $gt: input.afterId } } : {}),

@@ -11,7 +11,7 @@
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { SubscriptionResource } from '../src/resources/subscription';
-import type { OnTerminationAction, PlanSnapshot, SubscriptionState } from '../src/subscriptions/state';
+import type { LifecycleStep, OnTerminationAction, PlanSnapshot, SubscriptionState } from '../src/subscriptions/state';
 import type { TemporalClient } from '../src/temporal/client';
 import { entitySearchAttributes } from '../src/temporal/search-attributes';
 import { workflowIds } from '../src/temporal/workflow-ids';
@@ -32,6 +32,8 @@ export interface SubscriptionWorkflowInput {
   clock?: ClockRef | null;
   /** Events of in-advance charges waiting to be billed (carried through continue-as-new). */
   inAdvanceEventIds?: string[];
+  /** The past steps the lifecycle query answers (carried through continue-as-new). */
+  pastSteps?: LifecycleStep[];
   /** The external ids an operator searches by (absent in executions started before them). */
   labels?: SubscriptionLabels;
 }
@@ -55,6 +57,19 @@ export const terminateUpdate = defineUpdate<SubscriptionResource, [EndRequest]>(
 /** Answers once the workflow's first step ran (the API's answer to a creation). */
 export const readyUpdate = defineUpdate<SubscriptionResource>('ready');
 export const subscriptionStateQuery = defineQuery<SubscriptionState>('state');
+/** Pauses an active subscription (no period billed while paused); refused in any other status. */
+export const pauseUpdate = defineUpdate<SubscriptionResource>('pause');
+/** Resumes a paused subscription from the resume day; refused unless paused. */
+export const resumeUpdate = defineUpdate<SubscriptionResource>('resume');
+
+/** The subscription's past steps (as the workflow recorded them, the latest MAX_PAST_STEPS) and its scheduled ones. */
+export interface SubscriptionLifecycle {
+  state: SubscriptionState;
+  past: LifecycleStep[];
+  scheduled: LifecycleStep[];
+  nextBillingAt: string | null;
+}
+export const subscriptionLifecycleQuery = defineQuery<SubscriptionLifecycle>('lifecycle');
 /** Stored events that an in-advance charge of the plan prices (sent by the events API): billed at once. */
 export const usageInAdvanceSignal = defineSignal<[{ eventIds: string[] }]>('usageInAdvance');
 

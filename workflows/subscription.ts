@@ -11,10 +11,13 @@
  *                       process_pending_downgrades)
  *   threshold check     every progressiveCheckMs while the plan has usage thresholds
  * Updates (validators refuse before anything is written; the API answers 4xx from them):
- *   changePlan, cancel, terminate; ready (answers once the first step ran).
+ *   changePlan, cancel, terminate, pause, resume; ready (answers once the first step ran).
+ * Paused (src/billing/subscription/pause.ts): no timer but the end of the period the pause began
+ *   in (its active part billed); in-advance usage is dropped (stored, never billed); only resume
+ *   and terminate are accepted.
  * Signal: usageInAdvance (events an in-advance charge prices, from the events API): billed
  *   between steps, each on an invoice of its own.
- * Query: state. (All defined in subscription.messages.ts, with the start options.)
+ * Queries: state, lifecycle (past steps, kept in the workflow, and scheduled ones). (All defined in subscription.messages.ts, with the start options.)
  * Ends when terminated, or canceled after its last invoice.
  *
  * Each step is one activity that receives the state and the instant it acts for and returns the
@@ -35,13 +38,27 @@ import {
 import type { Activities } from '../activities';
 import type { SubscriptionStepResult } from '../src/billing/subscription/shared';
 import type { SubscriptionResource } from '../src/resources/subscription';
-import { dueBy, isFinal, nextDue, type DueStep, type SubscriptionState } from '../src/subscriptions/state';
+import {
+  dueBy,
+  isFinal,
+  MAX_PAST_STEPS,
+  nextBillingAt,
+  nextDue,
+  pastFromState,
+  scheduledSteps,
+  type DueStep,
+  type LifecycleStep,
+  type SubscriptionState,
+} from '../src/subscriptions/state';
 import { BillingPlanCode, BillingStatus } from '../src/temporal/search-attributes';
 import { showDetails, subscriptionState, subscriptionStep } from './details';
 import {
   cancelUpdate,
   changePlanUpdate,
+  pauseUpdate,
   readyUpdate,
+  resumeUpdate,
+  subscriptionLifecycleQuery,
   subscriptionStateQuery,
   terminateUpdate,
   usageInAdvanceSignal,
@@ -89,6 +106,12 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   const { exclusive, isBusy } = stepLock();
   let changes = 0;
   let steps = 0;
+  // The lifecycle query's past steps (no command: recording them changes nothing a replay compares).
+  const past: LifecycleStep[] = [...(input.pastSteps ?? pastFromState(state))];
+  function record(step: LifecycleStep['step'], at: string, planId = state.plan.id): void {
+    past.push({ step, at, plan_id: planId });
+    if (past.length > MAX_PAST_STEPS) past.splice(0, past.length - MAX_PAST_STEPS);
+  }
 
   function apply(result: SubscriptionStepResult): SubscriptionResource {
     const statusChanged = result.state.status !== state.status;
@@ -116,13 +139,20 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     switch (due.kind) {
       case 'activate':
         apply(await timed('activateSubscription', summary, due.for));
+        record('activation', due.for);
         return;
       case 'trial_end':
         apply(await timed('endSubscriptionTrial', summary, due.for));
+        record('trial_end', due.for);
         return;
-      case 'boundary':
+      case 'boundary': {
+        const before = state.plan.id;
         apply(await timed('billSubscriptionPeriod', summary, due.for));
+        record('boundary', due.for, before);
+        if (state.plan.id !== before) record('downgrade', due.for);
+        if (state.status === 'canceled') record('end', due.for);
         return;
+      }
       case 'progressive':
         apply(await timed('checkUsageThresholds', summary, due.for));
         return;
@@ -139,6 +169,12 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
   };
 
   setHandler(subscriptionStateQuery, () => state);
+  setHandler(subscriptionLifecycleQuery, () => ({
+    state,
+    past: [...past],
+    scheduled: scheduledSteps(state),
+    nextBillingAt: nextBillingAt(state),
+  }));
 
   // In-advance usage: billed between steps, in the order it arrived (the activity orders each batch by event time).
   const inAdvance: string[] = [...(input.inAdvanceEventIds ?? [])];
@@ -146,6 +182,8 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     for (const id of eventIds) if (!inAdvance.includes(id)) inAdvance.push(id);
   });
   async function billInAdvance(): Promise<void> {
+    // Paused: the events are stored, never billed.
+    if (state.status === 'paused') inAdvance.splice(0, inAdvance.length);
     while (inAdvance.length > 0 && !isFinal(state.status)) {
       const batch = inAdvance.slice(0, 500);
       await acts.billUsageInAdvance.executeWithOptions({ summary: `bill ${batch.length} in-advance event(s)` }, [state, batch, nowIso()]);
@@ -164,17 +202,24 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       exclusive(async () => {
         await catchUp();
         refuseIfOver();
-        return apply(
+        const before = { plan: state.plan.id, pending: state.pendingPlan?.id ?? null };
+        const at = nowIso();
+        const result = apply(
           await acts.changeSubscriptionPlan.executeWithOptions({ summary: `change to plan ${request.plan.code ?? request.plan.id}` }, [
             state,
             request.plan,
-            nowIso(),
+            at,
           ]),
         );
+        if (state.pendingPlan && state.pendingPlan.id !== before.pending) record('downgrade_scheduled', at, state.pendingPlan.id);
+        else if (!state.pendingPlan && before.pending) record('downgrade_removed', at);
+        else if (state.plan.id !== before.plan) record('upgrade', at);
+        return result;
       }),
     {
       validator: (request) => {
         refuseIfOver();
+        if (state.status === 'paused') refuse('The subscription is paused: resume it to change its plan');
         if (state.endingAt !== null) refuse('The subscription is canceled: its plan can no longer change');
         if (request.plan.currency.toUpperCase() !== state.plan.currency.toUpperCase()) {
           refuse(`plan_id: the plan is in ${request.plan.currency}, the subscription in ${state.plan.currency}`, 'Validation');
@@ -194,18 +239,22 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         refuseIfOver();
         if (state.status !== 'active' || state.endingAt !== null)
           refuse(`Only an active subscription can be canceled (this one is ${state.status}${state.endingAt ? ', already canceled' : ''})`);
-        return apply(
+        const at = nowIso();
+        const result = apply(
           await acts.cancelSubscription.executeWithOptions({ summary: 'cancel at the period end' }, [
             state,
-            nowIso(),
+            at,
             request.onTerminationAction,
           ]),
         );
+        record('cancellation', at);
+        return result;
       }),
     {
       // A pending subscription whose start has passed is activated by the handler first.
       validator: (_request) => {
         refuseIfOver();
+        if (state.status === 'paused') refuse('Only an active subscription can be canceled (this one is paused)');
         if (state.status === 'pending' && Date.parse(state.startedAt) > now())
           refuse('Only an active subscription can be canceled (this one is pending)');
         if (state.endingAt !== null) refuse('The subscription is already canceled');
@@ -219,11 +268,59 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       exclusive(async () => {
         await catchUp();
         refuseIfOver();
-        return apply(
-          await acts.terminateSubscription.executeWithOptions({ summary: 'terminate now' }, [state, nowIso(), request.onTerminationAction]),
+        const at = nowIso();
+        const result = apply(
+          await acts.terminateSubscription.executeWithOptions({ summary: 'terminate now' }, [state, at, request.onTerminationAction]),
         );
+        record('termination', at);
+        return result;
       }),
     { validator: (_request) => refuseIfOver() },
+  );
+
+  /** Pause: only an active subscription past its trial, not canceled (a pending one whose start passed is activated first). */
+  const refuseUnlessPausable = () => {
+    refuseIfOver();
+    if (state.status === 'paused') refuse('The subscription is already paused');
+    if (state.status === 'pending' && Date.parse(state.startedAt) > now())
+      refuse('Only an active subscription can be paused (this one is pending)');
+    if (state.endingAt !== null) refuse('The subscription is canceled: it can no longer be paused');
+    if (state.trialEndsAt !== null && !state.trialEnded && Date.parse(state.trialEndsAt) > now())
+      refuse('The subscription is in its trial: it can be paused once the trial is over');
+  };
+  setHandler(
+    pauseUpdate,
+    () =>
+      exclusive(async () => {
+        await catchUp();
+        refuseUnlessPausable();
+        if (state.status !== 'active') refuse(`Only an active subscription can be paused (this one is ${state.status})`);
+        const at = nowIso();
+        const result = apply(await acts.pauseSubscription.executeWithOptions({ summary: 'pause' }, [state, at]));
+        record('pause', at);
+        return result;
+      }),
+    { validator: refuseUnlessPausable },
+  );
+
+  setHandler(
+    resumeUpdate,
+    () =>
+      exclusive(async () => {
+        await catchUp();
+        refuseIfOver();
+        if (state.status !== 'paused') refuse(`Only a paused subscription can be resumed (this one is ${state.status})`);
+        const at = nowIso();
+        const result = apply(await acts.resumeSubscription.executeWithOptions({ summary: 'resume' }, [state, at]));
+        record('resume', at);
+        return result;
+      }),
+    {
+      validator: () => {
+        refuseIfOver();
+        if (state.status !== 'paused') refuse(`Only a paused subscription can be resumed (this one is ${state.status})`);
+      },
+    },
   );
 
   // The first step: a subscription starting later is only announced now.
@@ -246,6 +343,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         state,
         resumed: true,
         clock: currentClock(),
+        pastSteps: past,
         ...(inAdvance.length > 0 ? { inAdvanceEventIds: inAdvance } : {}),
       });
     }
@@ -257,7 +355,11 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
       showDetails(subscriptionState(state), next);
       await waitUntil(due.at, () => changes !== seen || inAdvance.length > 0, summary);
     } else {
-      showDetails(subscriptionState(state), 'no timer: waiting for a command (plan change, cancellation, termination)');
+      const waiting =
+        state.status === 'paused'
+          ? 'paused: waiting for resume or termination'
+          : 'waiting for a command (plan change, cancellation, termination)';
+      showDetails(subscriptionState(state), `no timer: ${waiting}`);
       await waitFor(() => changes !== seen || inAdvance.length > 0);
     }
   }

@@ -23,7 +23,9 @@ import { creditNoteRoutes } from './routes/credit-notes';
 import { customerRoutes } from './routes/customers';
 import { eventRoutes } from './routes/events';
 import { invoiceRoutes } from './routes/invoices';
+import { previewRoutes } from './routes/previews';
 import { usageRoutes } from './routes/usage';
+import { usageAlertRoutes } from './routes/usage-alerts';
 import { healthRoutes } from './routes/health';
 import { organizationRoutes, signupRoutes } from './routes/organizations';
 import { taxRoutes } from './routes/taxes';
@@ -36,6 +38,8 @@ import { paymentRoutes } from './routes/payments';
 import { paymentRequestRoutes } from './routes/payment-requests';
 import { dunningCampaignRoutes } from './routes/dunning-campaigns';
 import { paymentWebhookRoutes } from './routes/payment-webhooks';
+import { featureRoutes } from './routes/features';
+import { entitlementRoutes } from './routes/entitlements';
 
 export interface AppDeps {
   config: Pick<Config, 'LOG_LEVEL' | 'BILLING_SIGNUP_TOKEN' | 'BODY_LIMIT_BYTES'> &
@@ -134,13 +138,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await scope.register(webhookRoutes);
       await scope.register(eventRoutes);
       await scope.register(invoiceRoutes);
+      await scope.register(previewRoutes);
       await scope.register(usageRoutes);
+      await scope.register(usageAlertRoutes);
       await scope.register(creditNoteRoutes);
       await scope.register(testClockRoutes);
       await scope.register(integrationRoutes);
       await scope.register(paymentRoutes);
       await scope.register(paymentRequestRoutes);
       await scope.register(dunningCampaignRoutes);
+      await scope.register(featureRoutes);
+      await scope.register(entitlementRoutes);
     },
     { prefix: '/v1' },
   );

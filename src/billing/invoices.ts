@@ -98,7 +98,7 @@ export function toAppliedCoupon(doc: AppliedCouponDoc, reusable: boolean): Appli
  * The customer's active applied coupons, oldest first, as the engine takes them; with
  * `claimedBy`, also those that invoice's finalization already used (a retry counts them active).
  */
-async function appliedCouponsOf(db: Db, organizationId: string, customerId: string, claimedBy?: string): Promise<AppliedCoupon[]> {
+export async function appliedCouponsOf(db: Db, organizationId: string, customerId: string, claimedBy?: string): Promise<AppliedCoupon[]> {
   // The consumption marker is bookkeeping outside the schema (see consumeCoupon), hence the cast.
   const status = claimedBy ? { $or: [{ status: 'active' }, { consumed_invoice_ids: claimedBy }] } : { status: 'active' };
   const applied = await db.models.AppliedCoupon.find({ organization_id: organizationId, customer_id: customerId, ...status } as never)
@@ -171,7 +171,7 @@ export function feeRecord(fee: AssembledFee, place: FeePlace) {
  * starts its workflow. A retry with the same idempotency key returns the invoice created first.
  */
 export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice): Promise<InvoiceDoc> {
-  const { Customer, Fee, Invoice, Organization } = db.models;
+  const { Fee, Invoice } = db.models;
   // Exactly the unique index's fields: the key is the organization's, and the MongoDB stand-in
   // only uses an index whose fields are exactly the query's.
   const byKey = { organization_id: input.organizationId, idempotency_key: input.idempotencyKey };
@@ -190,6 +190,57 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
     );
     return current;
   }
+  const { organization, customer, coupons, invoice: doc, fees } = await draftInvoice(db, input);
+  if (fees.length > 0) {
+    await Fee.collection.insertMany(fees.map((fee) => ({ ...fee })) as never[], { ordered: false }).catch((err: unknown) => {
+      if (!isDuplicateKeyError(err)) throw err; // a retry: the lines are there already
+    });
+  }
+  let invoice: InvoiceDoc;
+  let createdHere = true;
+  try {
+    invoice = (await Invoice.create(doc)).toObject();
+  } catch (err) {
+    if (!isDuplicateKeyError(err)) throw err;
+    invoice = (await Invoice.findOne(byKey).lean())!;
+    createdHere = false;
+  }
+  // Counted by the write that created it: a retry or a concurrent creation finds it and counts nothing.
+  if (createdHere) countInvoiceIssued(invoice);
+  // A new invoice's lines are the ones just written; one found by its key (a concurrent creation) is read.
+  const created = createdHere ? (fees as FeeDoc[]) : undefined;
+  await emitInvoiceEvent(db, deps, invoice, 'invoice.created', input.at, created);
+  if (input.finalizeAtCreation && invoice.status === 'draft' && invoice.grace_period_days === 0) {
+    invoice = await finalizeDraft(db, deps, invoice, input.at, {
+      organization,
+      timezone: customer.timezone ?? organization.timezone,
+      coupons,
+      ...(created ? { fees: created } : {}),
+    });
+  }
+  const timezone = customer.timezone ?? organization.timezone ?? 'UTC';
+  await ensureInvoiceWorkflow(
+    deps.temporal,
+    invoice,
+    await clockOfCustomer(db, customer),
+    invoice.payment_due_date ? overdueAt(invoice.payment_due_date, timezone) : null,
+    customer.external_id,
+  );
+  return invoice;
+}
+
+/**
+ * A draft as creation makes it: what it read (organization, customer, the applied coupons as its
+ * finalization takes them) and its invoice and fee documents, unwritten.
+ */
+export type Draft = Awaited<ReturnType<typeof draftInvoice>>;
+
+/**
+ * The draft of `input`, priced, taxed and discounted by the engine: the reads of creation and no
+ * write. createInvoice writes it; a preview (src/billing/preview.ts) shows it.
+ */
+export async function draftInvoice(db: Db, input: NewInvoice) {
+  const { Customer, Organization } = db.models;
   const [organization, customer] = await Promise.all([
     Organization.findById(input.organizationId).lean(),
     Customer.findById(input.customerId).lean(),
@@ -290,42 +341,7 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
       }),
     )
     .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  if (fees.length > 0) {
-    await Fee.collection.insertMany(fees.map((fee) => ({ ...fee })) as never[], { ordered: false }).catch((err: unknown) => {
-      if (!isDuplicateKeyError(err)) throw err; // a retry: the lines are there already
-    });
-  }
-  let invoice: InvoiceDoc;
-  let createdHere = true;
-  try {
-    invoice = (await Invoice.create(doc)).toObject();
-  } catch (err) {
-    if (!isDuplicateKeyError(err)) throw err;
-    invoice = (await Invoice.findOne(byKey).lean())!;
-    createdHere = false;
-  }
-  // Counted by the write that created it: a retry or a concurrent creation finds it and counts nothing.
-  if (createdHere) countInvoiceIssued(invoice);
-  // A new invoice's lines are the ones just written; one found by its key (a concurrent creation) is read.
-  const created = createdHere ? (fees as FeeDoc[]) : undefined;
-  await emitInvoiceEvent(db, deps, invoice, 'invoice.created', input.at, created);
-  if (input.finalizeAtCreation && invoice.status === 'draft' && invoice.grace_period_days === 0) {
-    invoice = await finalizeDraft(db, deps, invoice, input.at, {
-      organization,
-      timezone: customer.timezone ?? organization.timezone,
-      coupons,
-      ...(created ? { fees: created } : {}),
-    });
-  }
-  const timezone = customer.timezone ?? organization.timezone ?? 'UTC';
-  await ensureInvoiceWorkflow(
-    deps.temporal,
-    invoice,
-    await clockOfCustomer(db, customer),
-    invoice.payment_due_date ? overdueAt(invoice.payment_due_date, timezone) : null,
-    customer.external_id,
-  );
-  return invoice;
+  return { organization, customer, coupons, invoice: doc, fees };
 }
 
 /** The commitment true-up line with what it was computed from. */
@@ -468,65 +484,23 @@ async function finalizeDraft(db: Db, deps: InvoiceDeps, invoice: InvoiceDoc, at:
   // Coupons are used when an invoice is finalized, not when its draft was generated: drafts
   // waiting out a grace period would otherwise each take the same `once` coupon. The draft's
   // coupons were a preview; what is due is recomputed with the ones this finalization claimed.
-  // A `credit` invoice (a purchase of wallet credits) takes no coupon, credit note or wallet credit:
-  // it is paid in money, and the credits it buys pay for the taxed invoices later.
-  const purchase = invoice.invoice_type === 'credit';
-  const coupons = purchase ? { applications: [], total: new Dec(0) } : await claimCoupons(db, invoice, at, known.coupons);
-  const due = nonNegative(
-    amountOf(invoice.subtotal)
-      .plus(amountOf(invoice.tax_amount))
-      .minus(coupons.total)
-      .minus(amountOf(invoice.progressive_billing_credit_amount_cents)),
-  );
-  const credited =
-    !purchase && due.greaterThan(0)
-      ? await applyCreditNotesToInvoice(db, {
-          organizationId: invoice.organization_id,
-          customerId: invoice.customer_id,
-          currency: invoice.currency,
-          invoiceId,
-          amountCents: due,
-          at,
-        })
-      : { totalCents: new Dec(0) };
-  const afterCredits = due.minus(credited.totalCents);
-  const prepaid =
-    !purchase && afterCredits.greaterThan(0)
-      ? await consumeWalletsForInvoice(
-          db,
-          {
-            organizationId: invoice.organization_id,
-            customerId: invoice.customer_id,
-            currency: invoice.currency,
-            invoiceId,
-            amountCents: afterCredits,
-            at,
-          },
-          deps,
-        )
-      : { totalCents: new Dec(0) };
-  const total = roundCents(afterCredits.minus(prepaid.totalCents));
-  const paid = total.lessThanOrEqualTo(0);
+  const scope = { organizationId: invoice.organization_id, customerId: invoice.customer_id, currency: invoice.currency, invoiceId, at };
+  const settled = await settleDraft(invoice, {
+    coupons: () => claimCoupons(db, invoice, at, known.coupons),
+    creditNotes: async (due) => (await applyCreditNotesToInvoice(db, { ...scope, amountCents: due })).totalCents,
+    wallets: async (due) => (await consumeWalletsForInvoice(db, { ...scope, amountCents: due }, deps)).totalCents,
+  });
+  const paid = settled.paid;
 
   const finalized = await Invoice.findOneAndUpdate(
     { _id: invoiceId, status: 'draft' },
     {
       $set: {
-        status: paid ? 'paid' : 'finalized',
         number: invoiceNumber(organization.document_number_prefix, sequence),
         sequential_id: sequence,
         issuing_date: issuingDate,
         payment_due_date: paymentDueDate,
-        coupons_amount_cents: money(coupons.total),
-        applied_coupons: coupons.applications.map((c) => ({
-          applied_coupon_id: c.applied_coupon_id,
-          coupon_id: c.coupon_id,
-          coupon_code: c.coupon_code,
-          amount_cents: money(c.amount_cents),
-        })),
-        credit_notes_amount_cents: money(credited.totalCents),
-        prepaid_credit_amount: money(prepaid.totalCents),
-        total: money(paid ? 0 : total),
+        ...settlementFields(settled),
         finalized_at: at,
         finalized_by: activityOrigin(),
         ...(paid ? { paid_at: at, payment_status: 'succeeded' } : {}),
@@ -537,6 +511,66 @@ async function finalizeDraft(db: Db, deps: InvoiceDeps, invoice: InvoiceDoc, at:
   // Counted by the status change only (a retried activity finds the invoice finalized: null here).
   if (finalized) countInvoiceFinalized(finalized);
   return afterFinalization(db, deps, finalized ?? (await Invoice.findById(invoiceId).lean())!, at, known.fees);
+}
+
+/** Where finalization takes what it subtracts from: each returns what it took (a preview only reads). */
+export interface SettlementSources {
+  coupons(): Promise<{ applications: CouponApplication[]; total: Decimal }>;
+  /** Applies credit notes to at most `due`. */
+  creditNotes(due: Decimal): Promise<Decimal>;
+  /** Consumes wallet credits for at most `due`. */
+  wallets(due: Decimal): Promise<Decimal>;
+}
+
+export interface Settlement {
+  coupons: { applications: CouponApplication[]; total: Decimal };
+  creditNotesCents: Decimal;
+  prepaidCents: Decimal;
+  /** What is left to pay, rounded; zero or less is paid at once. */
+  total: Decimal;
+  paid: boolean;
+}
+
+/**
+ * What finalization subtracts from a draft, in the pipeline's order (billing-rules.md): coupons
+ * off the subtotal, the progressive billing credits, then credit notes, then wallets against what
+ * remains due. A `credit` invoice (a purchase of wallet credits) takes no coupon, credit note or
+ * wallet credit: it is paid in money, and the credits it buys pay for the taxed invoices later.
+ */
+export async function settleDraft(
+  invoice: Pick<InvoiceDoc, 'invoice_type' | 'subtotal' | 'tax_amount' | 'progressive_billing_credit_amount_cents'>,
+  sources: SettlementSources,
+): Promise<Settlement> {
+  const purchase = invoice.invoice_type === 'credit';
+  const coupons = purchase ? { applications: [], total: new Dec(0) } : await sources.coupons();
+  const due = nonNegative(
+    amountOf(invoice.subtotal)
+      .plus(amountOf(invoice.tax_amount))
+      .minus(coupons.total)
+      .minus(amountOf(invoice.progressive_billing_credit_amount_cents)),
+  );
+  const creditNotesCents = !purchase && due.greaterThan(0) ? await sources.creditNotes(due) : new Dec(0);
+  const afterCredits = due.minus(creditNotesCents);
+  const prepaidCents = !purchase && afterCredits.greaterThan(0) ? await sources.wallets(afterCredits) : new Dec(0);
+  const total = roundCents(afterCredits.minus(prepaidCents));
+  return { coupons, creditNotesCents, prepaidCents, total, paid: total.lessThanOrEqualTo(0) };
+}
+
+/** The invoice fields a settlement decides. */
+export function settlementFields(settled: Settlement) {
+  return {
+    status: settled.paid ? ('paid' as const) : ('finalized' as const),
+    coupons_amount_cents: money(settled.coupons.total),
+    applied_coupons: settled.coupons.applications.map((c) => ({
+      applied_coupon_id: c.applied_coupon_id,
+      coupon_id: c.coupon_id,
+      coupon_code: c.coupon_code,
+      amount_cents: money(c.amount_cents),
+    })),
+    credit_notes_amount_cents: money(settled.creditNotesCents),
+    prepaid_credit_amount: money(settled.prepaidCents),
+    total: money(settled.paid ? 0 : settled.total),
+  };
 }
 
 /** What follows the status change of finalization; idempotent, so a retry may run it again. */
@@ -611,8 +645,7 @@ async function consumeCoupon(db: Db, invoiceId: string, appliedCouponId: string,
   const applied = await db.models.AppliedCoupon.findById(appliedCouponId).lean();
   if (!applied) return false;
   if (applied.frequency === 'forever') return applied.status === 'active';
-  const remaining = applied.frequency === 'recurring' ? (applied.frequency_duration_remaining ?? applied.frequency_duration ?? 1) - 1 : 0;
-  const ends = applied.frequency === 'once' || remaining <= 0;
+  const { remaining, ends } = couponUse(applied);
   // Raw collection: the consumption marker is bookkeeping outside the mongoose schema.
   const updated = await db.models.AppliedCoupon.collection.findOneAndUpdate(
     {
@@ -638,6 +671,17 @@ async function consumeCoupon(db: Db, invoiceId: string, appliedCouponId: string,
     }
   }
   return true;
+}
+
+/** One use of an applied coupon: the periods a recurring one has left after it, and whether the use ends it. */
+export function couponUse(applied: {
+  frequency: AppliedCouponDoc['frequency'];
+  frequency_duration?: number | null;
+  frequency_duration_remaining?: number | null;
+}): { remaining: number; ends: boolean } {
+  if (applied.frequency === 'forever') return { remaining: 0, ends: false };
+  const remaining = applied.frequency === 'recurring' ? (applied.frequency_duration_remaining ?? applied.frequency_duration ?? 1) - 1 : 0;
+  return { remaining, ends: applied.frequency === 'once' || remaining <= 0 };
 }
 
 /** POST .../pay: a manual payment settles what is left; the invoice is paid. */

@@ -35,6 +35,10 @@ import { paymentSchema, type PaymentDoc } from './models/payment';
 import { providerEventSchema, type ProviderEventDoc } from './models/provider-event';
 import { paymentRequestSchema, type PaymentRequestDoc } from './models/payment-request';
 import { dunningCampaignSchema, type DunningCampaignDoc } from './models/dunning-campaign';
+import { usageAlertSchema, type UsageAlertDoc } from './models/usage-alert';
+import { usageAlertTriggerSchema, type UsageAlertTriggerDoc } from './models/usage-alert-trigger';
+import { featureSchema, type FeatureDoc } from './models/feature';
+import { entitlementSchema, entitlementStampSchema, type EntitlementDoc, type EntitlementStampDoc } from './models/entitlement';
 
 export interface Models {
   Organization: Model<OrganizationDoc>;
@@ -71,6 +75,11 @@ export interface Models {
   ProviderEvent: Model<ProviderEventDoc>;
   PaymentRequest: Model<PaymentRequestDoc>;
   DunningCampaign: Model<DunningCampaignDoc>;
+  UsageAlert: Model<UsageAlertDoc>;
+  UsageAlertTrigger: Model<UsageAlertTriggerDoc>;
+  Feature: Model<FeatureDoc>;
+  Entitlement: Model<EntitlementDoc>;
+  EntitlementStamp: Model<EntitlementStampDoc>;
 }
 
 /**
@@ -135,6 +144,11 @@ function bindModels(connection: Connection): Models {
     ProviderEvent: connection.model<ProviderEventDoc>('ProviderEvent', providerEventSchema),
     PaymentRequest: connection.model<PaymentRequestDoc>('PaymentRequest', paymentRequestSchema),
     DunningCampaign: connection.model<DunningCampaignDoc>('DunningCampaign', dunningCampaignSchema),
+    UsageAlert: connection.model<UsageAlertDoc>('UsageAlert', usageAlertSchema),
+    UsageAlertTrigger: connection.model<UsageAlertTriggerDoc>('UsageAlertTrigger', usageAlertTriggerSchema),
+    Feature: connection.model<FeatureDoc>('Feature', featureSchema),
+    Entitlement: connection.model<EntitlementDoc>('Entitlement', entitlementSchema),
+    EntitlementStamp: connection.model<EntitlementStampDoc>('EntitlementStamp', entitlementStampSchema),
   };
 }
 

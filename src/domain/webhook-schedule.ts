@@ -22,6 +22,8 @@ export const WEBHOOK_EVENT_TYPES = [
   'subscription.trial_ended',
   'subscription.canceled',
   'subscription.terminated',
+  'subscription.paused',
+  'subscription.resumed',
   'subscription.usage_threshold_reached',
   'invoice.created',
   'invoice.finalized',
@@ -42,6 +44,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'wallet_transaction.settled',
   'credit_note.created',
   'credit_note.finalized',
+  'usage_alert.triggered',
 ] as const;
 
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];

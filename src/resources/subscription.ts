@@ -2,9 +2,16 @@
 // subscription workflow's updates carry it).
 import { z } from 'zod';
 import type { OnTerminationAction, SubscriptionDoc, SubscriptionStatus } from '../db/models/subscription';
+import type { LifecycleStep } from '../subscriptions/state';
 import { iso, nullableTimestamp, timestamp } from './format';
 
-export const SUBSCRIPTION_STATUSES = ['pending', 'active', 'canceled', 'terminated'] as const satisfies readonly SubscriptionStatus[];
+export const SUBSCRIPTION_STATUSES = [
+  'pending',
+  'active',
+  'paused',
+  'canceled',
+  'terminated',
+] as const satisfies readonly SubscriptionStatus[];
 export const BILLING_TIMES = ['calendar', 'anniversary'] as const satisfies readonly SubscriptionDoc['billing_time'][];
 export const ON_TERMINATION_ACTIONS = [
   'generate_invoice',
@@ -71,3 +78,55 @@ export function toSubscriptionResource(doc: SubscriptionDoc): SubscriptionResour
     updated_at: iso(doc.updated_at),
   };
 }
+
+export const LIFECYCLE_STEPS = [
+  'activation',
+  'trial_end',
+  'boundary',
+  'upgrade',
+  'downgrade_scheduled',
+  'downgrade_removed',
+  'downgrade',
+  'cancellation',
+  'pause',
+  'resume',
+  'end',
+  'termination',
+] as const satisfies readonly LifecycleStep['step'][];
+
+export const lifecycleStepResource = z
+  .object({
+    step: z.enum(LIFECYCLE_STEPS),
+    at: timestamp,
+    plan_id: z.string().describe('the plan after the step (for downgrade steps: the target)'),
+  })
+  .meta({ id: 'SubscriptionLifecycleStep' });
+
+export const subscriptionLifecycleResource = z
+  .object({
+    subscription_id: z.string(),
+    status: z.enum(SUBSCRIPTION_STATUSES),
+    past: z.array(lifecycleStepResource).describe('oldest first; the workflow keeps the latest 100'),
+    scheduled: z.array(lifecycleStepResource).describe('in order, as the current state knows them'),
+    next_billing_at: nullableTimestamp,
+  })
+  .meta({ id: 'SubscriptionLifecycle' });
+
+export const nextBillingDateResource = z
+  .object({
+    subscription_id: z.string(),
+    status: z.enum(SUBSCRIPTION_STATUSES),
+    next_billing_at: nullableTimestamp.describe('the instant of the next step that invoices; null: none scheduled'),
+    next_billing_date: z.string().nullable().describe("its date (YYYY-MM-DD) in the subscription's time zone"),
+    timezone: z.string(),
+  })
+  .meta({ id: 'SubscriptionNextBillingDate' });
+
+export const bulkSubscriptionResult = z
+  .object({
+    id: z.string(),
+    outcome: z.enum(['paused', 'resumed', 'failed']),
+    subscription: subscriptionResource.nullable(),
+    error: z.object({ status: z.number().int(), code: z.string(), message: z.string() }).nullable(),
+  })
+  .meta({ id: 'BulkSubscriptionResult' });

@@ -3,7 +3,7 @@
 // API and the reconciler that build a workflow's first state from the subscription document.
 import { periodContaining, type BillingInterval, type BillingTime } from '../domain/periods';
 
-export type SubscriptionStatus = 'pending' | 'active' | 'canceled' | 'terminated';
+export type SubscriptionStatus = 'pending' | 'active' | 'paused' | 'canceled' | 'terminated';
 export type OnTerminationAction = 'generate_invoice' | 'generate_credit_note' | 'skip';
 
 /** What billing needs of a plan; the plan's charges are read at billing time. */
@@ -19,6 +19,18 @@ export interface PlanSnapshot {
 
 export interface PeriodState {
   /** ISO instants, half-open [from, to). */
+  from: string;
+  to: string;
+}
+
+/**
+ * The active part of a period before a pause, billed at that period's end (api-contract.md,
+ * Subscriptions: at the period end the base fee is prorated to the days it was active).
+ */
+export interface UnbilledSegment {
+  plan: PlanSnapshot;
+  period: PeriodState;
+  /** ISO instants, half-open [from, to): `to` is the midnight of the pause day. */
   from: string;
   to: string;
 }
@@ -72,6 +84,10 @@ export interface SubscriptionState {
   jitterMs: number;
   /** Progressive-billing check interval. */
   progressiveCheckMs: number;
+  /** When the current pause started (status `paused`); absent in states from before pausing existed. */
+  pausedAt?: string | null;
+  /** The active segments of the current period before its pauses, not billed yet (billed at its end). */
+  unbilledSegments?: UnbilledSegment[];
   /** Increases with every step; the projection is only ever overwritten by a newer state. */
   version: number;
 }
@@ -126,6 +142,11 @@ export function jitterFor(subscriptionId: string, windowMs: number): number {
  */
 export function nextDue(state: SubscriptionState): DueStep | null {
   if (isFinal(state.status)) return null;
+  if (state.status === 'paused') {
+    // Paused: only the end of the period the pause began in (its active part is billed then); then nothing until resumed.
+    if (!state.currentPeriod) return null;
+    return { kind: 'boundary', for: state.currentPeriod.to, at: Date.parse(state.currentPeriod.to) + state.jitterMs };
+  }
   if (state.status === 'pending') {
     return { kind: 'activate', for: state.startedAt, at: Date.parse(state.startedAt) };
   }
@@ -149,4 +170,73 @@ export function nextDue(state: SubscriptionState): DueStep | null {
 export function dueBy(state: SubscriptionState, now: number): DueStep | null {
   const due = nextDue(state);
   return due && Date.parse(due.for) <= now ? due : null;
+}
+
+/** One step of a subscription's life, past or scheduled (GET /v1/subscriptions/{id}/lifecycle). */
+export interface LifecycleStep {
+  step:
+    | 'activation'
+    | 'trial_end'
+    | 'boundary'
+    | 'upgrade'
+    | 'downgrade_scheduled'
+    | 'downgrade_removed'
+    | 'downgrade'
+    | 'cancellation'
+    | 'pause'
+    | 'resume'
+    | 'end'
+    | 'termination';
+  /** ISO instant. */
+  at: string;
+  /** The plan the subscription is on after the step (the downgrade target for downgrade steps). */
+  plan_id: string;
+}
+
+/** The past steps a workflow keeps (the oldest are dropped first). */
+export const MAX_PAST_STEPS = 100;
+
+/** What the subscription will do next, in order, as far as its state knows (no progressive checks). */
+export function scheduledSteps(state: SubscriptionState): LifecycleStep[] {
+  if (isFinal(state.status)) return [];
+  const steps: LifecycleStep[] = [];
+  const plan = state.plan.id;
+  if (state.status === 'pending') steps.push({ step: 'activation', at: state.startedAt, plan_id: plan });
+  if (!state.trialEnded && state.trialEndsAt && state.status !== 'paused') {
+    steps.push({ step: 'trial_end', at: state.trialEndsAt, plan_id: plan });
+  }
+  const to = state.currentPeriod?.to ?? null;
+  if (to) {
+    steps.push({ step: 'boundary', at: to, plan_id: plan });
+    if (state.pendingPlan) steps.push({ step: 'downgrade', at: to, plan_id: state.pendingPlan.id });
+  }
+  if (state.endingAt) steps.push({ step: 'end', at: state.endingAt, plan_id: plan });
+  return steps.sort((a, b) => Date.parse(a.at) - Date.parse(b.at));
+}
+
+/**
+ * The instant of the next step that invoices: the current period's end (in arrear its base fee
+ * and usage, in advance its usage and the next base fee), or, in advance, a trial end that bills
+ * the rest of the period. Pending: the first such step; paused: the end of the period the pause
+ * began in when its active part is still to bill, else none until resumed. Null once over.
+ */
+export function nextBillingAt(state: SubscriptionState): string | null {
+  if (isFinal(state.status)) return null;
+  if (state.status === 'paused') return state.currentPeriod && (state.unbilledSegments ?? []).length > 0 ? state.currentPeriod.to : null;
+  const period = state.currentPeriod ?? periodFrom(state, new Date(state.startedAt));
+  if (state.payInAdvance) {
+    if (state.status === 'pending' && !state.trialEndsAt) return state.startedAt;
+    if (!state.trialEnded && state.trialEndsAt && Date.parse(state.trialEndsAt) < Date.parse(period.to)) return state.trialEndsAt;
+  }
+  return period.to;
+}
+
+/** The past steps a state shows by itself (a workflow that recorded none: started before they were recorded). */
+export function pastFromState(state: SubscriptionState): LifecycleStep[] {
+  const steps: LifecycleStep[] = [];
+  if (state.status !== 'pending') steps.push({ step: 'activation', at: state.startedAt, plan_id: state.plan.id });
+  if (state.trialEnded && state.trialEndsAt && state.status !== 'pending') {
+    steps.push({ step: 'trial_end', at: state.trialEndsAt, plan_id: state.plan.id });
+  }
+  return steps;
 }

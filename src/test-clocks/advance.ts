@@ -59,7 +59,7 @@ export async function clockWorkflowIds(db: Db, clockId: string): Promise<string[
   const customers = (await db.models.Customer.find({ test_clock_id: clockId }, { _id: 1 }).lean()).map((c) => c._id);
   if (customers.length === 0) return [];
   const [subscriptions, invoices, wallets, payments, requests] = await Promise.all([
-    db.models.Subscription.find({ customer_id: { $in: customers }, status: { $in: ['pending', 'active'] } }, { _id: 1 }).lean(),
+    db.models.Subscription.find({ customer_id: { $in: customers }, status: { $in: ['pending', 'active', 'paused'] } }, { _id: 1 }).lean(),
     db.models.Invoice.find(
       { customer_id: { $in: customers }, status: { $in: ['draft', 'finalized'] }, deleted_at: null },
       { _id: 1 },
@@ -153,7 +153,7 @@ export async function deleteTestClock(deps: TestClockDeps, clock: TestClockDoc, 
   );
   const customers = (await Customer.find({ test_clock_id: clock._id }, { _id: 1 }).lean()).map((c) => c._id);
   await Subscription.updateMany(
-    { customer_id: { $in: customers }, status: { $in: ['pending', 'active'] } },
+    { customer_id: { $in: customers }, status: { $in: ['pending', 'active', 'paused'] } },
     { $set: { status: 'terminated', terminated_at: at, ending_at: at, updated_at: at } },
   );
   await Customer.updateMany({ test_clock_id: clock._id, deleted_at: null }, { $set: { deleted_at: at, updated_at: at } });

@@ -17,6 +17,7 @@ import { localDate } from '../domain/periods';
 import { toDecimal128 } from '../db/decimal';
 import { eventsIngested, eventsRefused } from '../metrics/registry';
 import type { CatalogView, MetricView } from './catalog-view';
+import { hasUsageAlerts, type TouchedSubscription, type UsageAlertChecker } from './alerts';
 
 export interface EventInput {
   transaction_id: string;
@@ -74,6 +75,26 @@ function covers(subscription: SubscriptionDoc, at: Date): boolean {
   return subscription.ending_at === null || at.getTime() < subscription.ending_at.getTime();
 }
 
+/** The subscriptions with usage alerts that these events went to, at their customers' present. */
+function touchedWithAlerts(
+  docs: { doc: EventDoc; timezone: string }[],
+  subscriptions: SubscriptionDoc[],
+  customers: Pick<CustomerDoc, '_id' | 'test_clock_id'>[],
+  clockTimes: Map<string, Date>,
+  now: Date,
+): TouchedSubscription[] {
+  const byId = new Map(subscriptions.filter(hasUsageAlerts).map((s) => [s._id, s]));
+  const clockOf = new Map(customers.map((c) => [c._id, c.test_clock_id ? clockTimes.get(c.test_clock_id) : undefined]));
+  const touched = new Map<string, TouchedSubscription>();
+  for (const { doc, timezone } of docs) {
+    for (const id of doc.subscription_ids) {
+      const subscription = byId.get(id);
+      if (subscription && !touched.has(id)) touched.set(id, { subscription, timezone, now: clockOf.get(doc.customer_id) ?? now });
+    }
+  }
+  return [...touched.values()];
+}
+
 export class Ingestor {
   /** Ids whose daily contribution is applied but not yet marked (marked in batches, off the request path). */
 
@@ -86,6 +107,8 @@ export class Ingestor {
     private readonly db: Db,
     private readonly catalog: CatalogView,
     private readonly inAdvance?: (subscriptionId: string, eventIds: string[]) => Promise<void>,
+    /** Usage alerts of the subscriptions that received events, checked before the events are acknowledged (src/usage/alerts.ts). */
+    private readonly alerts?: Pick<UsageAlertChecker, 'check'>,
   ) {}
 
   /**
@@ -241,6 +264,10 @@ export class Ingestor {
     countOutcomes(outcomes);
 
     await this.rollUp(stored);
+    if (this.alerts && subscriptions.some(hasUsageAlerts)) {
+      // Duplicates too: a retry after a failed check checks again.
+      await this.alerts.check(organizationId, touchedWithAlerts(docs, subscriptions, customers, clockTimes, now));
+    }
     if (this.inAdvance) {
       const subscriptionsById = new Map(subscriptions.map((s) => [s._id, s]));
       const billedNow = new Map<string, string[]>();

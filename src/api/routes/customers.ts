@@ -193,7 +193,7 @@ export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
       const running = await app.deps.db.models.Subscription.countDocuments({
         organization_id: request.organizationId,
         customer_id: current._id,
-        status: { $in: ['pending', 'active'] },
+        status: { $in: ['pending', 'active', 'paused'] },
       });
       if (running > 0) {
         throw new BadRequest('The customer has pending or active subscriptions; terminate them first', 'customer_has_active_subscriptions');

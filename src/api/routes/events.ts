@@ -8,6 +8,7 @@ import { Conflict, NotFound, RateLimited, Validation } from '../../errors';
 import { CatalogView } from '../../usage/catalog-view';
 import { type EventInput, Ingestor, type IngestOutcome } from '../../usage/ingest';
 import { EventGroups } from '../../usage/group-commit';
+import { UsageAlertChecker } from '../../usage/alerts';
 import { eventsRefused, rateLimitRefusals } from '../../metrics/registry';
 import { consumeEventsRateLimit, sweepRateLimitWindows } from '../../usage/rate-limit';
 import { errorBody, listQuery, responses, sendList } from '../http';
@@ -55,11 +56,17 @@ export const eventRoutes: FastifyPluginAsyncZod = async (app) => {
   const { db, temporal } = app.deps;
   // Events of in-advance charges: their subscriptions' workflows bill them at once (not waited for
   // here). A notice that fails is logged: the period's close bills what it missed.
-  const ingestor = new Ingestor(db, new CatalogView(db), (subscriptionId, eventIds) =>
-    temporal.client.workflow
-      .getHandle(workflowIds.subscription(subscriptionId))
-      .signal(usageInAdvanceSignal, { eventIds })
-      .catch((err: unknown) => app.log.warn({ err, subscriptionId }, 'in-advance usage not signalled')),
+  const catalog = new CatalogView(db);
+  const ingestor = new Ingestor(
+    db,
+    catalog,
+    (subscriptionId, eventIds) =>
+      temporal.client.workflow
+        .getHandle(workflowIds.subscription(subscriptionId))
+        .signal(usageInAdvanceSignal, { eventIds })
+        .catch((err: unknown) => app.log.warn({ err, subscriptionId }, 'in-advance usage not signalled')),
+    // Usage alerts: checked before the events are acknowledged (src/usage/alerts.ts).
+    new UsageAlertChecker(db, catalog, { models: db.models, temporal }),
   );
   // Single events arriving together are stored by one write (group commit: at most 2 ms or 100 events).
   const groups = new EventGroups(ingestor);

@@ -218,7 +218,7 @@ export const planRoutes: FastifyPluginAsyncZod = async (app) => {
   async function usedBySubscriptions(organizationId: string, planId: string): Promise<boolean> {
     const count = await Subscription.countDocuments({
       organization_id: organizationId,
-      status: { $in: ['pending', 'active'] },
+      status: { $in: ['pending', 'active', 'paused'] },
       $or: [{ plan_id: planId }, { previous_plan_id: planId }],
     });
     return count > 0;

@@ -3,6 +3,7 @@
 // goes through the subscription's workflow (its only writer), whose update validators refuse what
 // the state tables forbid: those refusals are our 400s and 422s.
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import { DateTime } from 'luxon';
 import type { FastifyBaseLogger } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { QueryFilter } from 'mongoose';
@@ -13,20 +14,32 @@ import { isDuplicateKeyError } from '../../db';
 import { customerLookup } from '../../db/models/customer';
 import type { PlanDoc } from '../../db/models/plan';
 import type { SubscriptionDoc } from '../../db/models/subscription';
-import { Conflict, InvalidTransition, NotFound, Validation } from '../../errors';
+import { ApiError, Conflict, InvalidTransition, NotFound, Validation } from '../../errors';
 import {
   BILLING_TIMES,
+  bulkSubscriptionResult,
+  nextBillingDateResource,
   ON_TERMINATION_ACTIONS,
+  subscriptionLifecycleResource,
   SUBSCRIPTION_STATUSES,
   subscriptionResource,
   toSubscriptionResource,
   type SubscriptionResource,
 } from '../../resources/subscription';
 import { initialState, planSnapshot, ensureSubscriptionWorkflow, subscriptionLabels, type BillingTiming } from '../../subscriptions/start';
-import { isFinal, type SubscriptionState } from '../../subscriptions/state';
+import { isFinal, nextBillingAt, pastFromState, scheduledSteps, type SubscriptionState } from '../../subscriptions/state';
 import { clockOfCustomer, clockOfCustomerId, type ClockRef } from '../../test-clocks/time';
 import { workflowIds } from '../../temporal/workflow-ids';
-import { cancelUpdate, changePlanUpdate, readyUpdate, terminateUpdate } from '../../../workflows/subscription.messages';
+import {
+  cancelUpdate,
+  changePlanUpdate,
+  pauseUpdate,
+  readyUpdate,
+  resumeUpdate,
+  subscriptionLifecycleQuery,
+  terminateUpdate,
+  type SubscriptionLifecycle,
+} from '../../../workflows/subscription.messages';
 import { listPage } from '../catalog';
 import { idParams, isoDateTimeInput, listQuery, responses } from '../http';
 import { findPlan } from './plans';
@@ -74,6 +87,10 @@ const subscriptionListQuery = listQuery.extend({
 });
 
 type Handle = WorkflowHandle;
+
+const bulkBody = z.strictObject({
+  ids: z.array(reference).min(1).max(100).describe('ids or external_ids of subscriptions, at most 100; each is answered on its own'),
+});
 
 const over = (doc: Pick<SubscriptionDoc, 'status'>) => new InvalidTransition(`The subscription is ${doc.status}`);
 
@@ -361,6 +378,151 @@ export const subscriptionRoutes: FastifyPluginAsyncZod = async (app) => {
       const doc = await findSubscription(request.organizationId, request.params.id);
       const action = request.query.on_termination_action;
       return command(doc, (handle) => handle.executeUpdate(terminateUpdate, { args: [action ? { onTerminationAction: action } : {}] }));
+    },
+  );
+  // ---- pause and resume (docs/subscriptions-pause.md) -----------------------------------------
+
+  const pause = (doc: SubscriptionDoc) => command(doc, (handle) => handle.executeUpdate(pauseUpdate));
+  const resume = (doc: SubscriptionDoc) => command(doc, (handle) => handle.executeUpdate(resumeUpdate));
+
+  app.post(
+    '/subscriptions/:id/pause',
+    {
+      schema: {
+        tags,
+        summary: 'Pause an active subscription: no period is billed while paused, events are stored but not billed',
+        params: idParams,
+        response: responses({ 200: subscriptionResource }),
+      },
+    },
+    async (request) => pause(await findSubscription(request.organizationId, request.params.id)),
+  );
+
+  app.post(
+    '/subscriptions/:id/resume',
+    {
+      schema: {
+        tags,
+        summary: 'Resume a paused subscription: billing restarts from the resume day, the base fee prorated',
+        params: idParams,
+        response: responses({ 200: subscriptionResource }),
+      },
+    },
+    async (request) => resume(await findSubscription(request.organizationId, request.params.id)),
+  );
+
+  /** Each id on its own: its subscription, or the error a single call would have answered. */
+  async function bulk(organizationId: string, ids: string[], outcome: 'paused' | 'resumed', run: typeof pause) {
+    const results: z.output<typeof bulkSubscriptionResult>[] = [];
+    // A few at a time: each is an update on its own workflow.
+    for (let i = 0; i < ids.length; i += 10) {
+      const chunk = ids.slice(i, i + 10);
+      results.push(
+        ...(await Promise.all(
+          chunk.map(async (id) => {
+            try {
+              const subscription = await run(await findSubscription(organizationId, id));
+              return { id, outcome, subscription, error: null };
+            } catch (err) {
+              if (!(err instanceof ApiError)) throw err;
+              return {
+                id,
+                outcome: 'failed' as const,
+                subscription: null,
+                error: { status: err.status, code: err.code, message: err.message },
+              };
+            }
+          }),
+        )),
+      );
+    }
+    return { results };
+  }
+
+  app.post(
+    '/subscriptions/bulk_pause',
+    {
+      schema: {
+        tags,
+        summary: 'Pause several subscriptions by id; each answered with its own outcome',
+        body: bulkBody,
+        response: responses({ 200: z.object({ results: z.array(bulkSubscriptionResult) }) }),
+      },
+    },
+    async (request) => bulk(request.organizationId, request.body.ids, 'paused', pause),
+  );
+
+  app.post(
+    '/subscriptions/bulk_resume',
+    {
+      schema: {
+        tags,
+        summary: 'Resume several subscriptions by id; each answered with its own outcome',
+        body: bulkBody,
+        response: responses({ 200: z.object({ results: z.array(bulkSubscriptionResult) }) }),
+      },
+    },
+    async (request) => bulk(request.organizationId, request.body.ids, 'resumed', resume),
+  );
+
+  // ---- what comes next (read from the workflow) -------------------------------------------------
+
+  /** The workflow's lifecycle; without a workflow to ask (not started, or no longer retained), the document's last state. */
+  async function lifecycleOf(doc: SubscriptionDoc): Promise<SubscriptionLifecycle> {
+    // A closed workflow still answers while Temporal retains it.
+    try {
+      return await temporal.client.workflow.getHandle(workflowIds.subscription(doc._id)).query(subscriptionLifecycleQuery);
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+    }
+    const state = await stateOf(doc);
+    return { state, past: pastFromState(state), scheduled: scheduledSteps(state), nextBillingAt: nextBillingAt(state) };
+  }
+
+  app.get(
+    '/subscriptions/:id/next_billing_date',
+    {
+      schema: {
+        tags,
+        summary: 'When the subscription next invoices (its period end, or in advance a trial end), from its workflow',
+        params: idParams,
+        response: responses({ 200: nextBillingDateResource }),
+      },
+    },
+    async (request) => {
+      const doc = await findSubscription(request.organizationId, request.params.id);
+      const { state, nextBillingAt: at } = await lifecycleOf(doc);
+      return {
+        subscription_id: doc._id,
+        status: state.status,
+        next_billing_at: at,
+        next_billing_date: at ? DateTime.fromISO(at, { zone: state.timezone }).toISODate() : null,
+        timezone: state.timezone,
+      };
+    },
+  );
+
+  app.get(
+    '/subscriptions/:id/lifecycle',
+    {
+      schema: {
+        tags,
+        summary:
+          'The past and scheduled steps of the subscription (activation, trial end, boundaries, downgrade, pause, end), from its workflow',
+        params: idParams,
+        response: responses({ 200: subscriptionLifecycleResource }),
+      },
+    },
+    async (request) => {
+      const doc = await findSubscription(request.organizationId, request.params.id);
+      const lifecycle = await lifecycleOf(doc);
+      return {
+        subscription_id: doc._id,
+        status: lifecycle.state.status,
+        past: lifecycle.past,
+        scheduled: lifecycle.scheduled,
+        next_billing_at: lifecycle.nextBillingAt,
+      };
     },
   );
 };

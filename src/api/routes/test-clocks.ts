@@ -84,7 +84,7 @@ export const testClockRoutes: FastifyPluginAsyncZod = async (app) => {
         const busy = await Subscription.exists({
           organization_id: organizationId,
           customer_id: { $in: customerIds },
-          status: { $in: ['pending', 'active'] },
+          status: { $in: ['pending', 'active', 'paused'] },
         });
         if (busy)
           throw new BadRequest(

@@ -73,7 +73,8 @@ export async function billEventsInAdvance(
   at: Date,
 ): Promise<InAdvanceResult> {
   const result: InAdvanceResult = { invoiceIds: [], feeIds: [] };
-  if (eventIds.length === 0) return result;
+  // A preview leaves them out: each is billed on an invoice of its own, not on the one previewed.
+  if (eventIds.length === 0 || ctx.dryRun) return result;
   const { charges, metrics } = await perEventCharges(ctx, state);
   if (charges.length === 0) return result;
   const events = await ctx.db.models.Event.find({
@@ -329,6 +330,8 @@ async function standaloneFee(
   at: Date,
 ): Promise<string> {
   const feeId = deterministicId(`fee/${key}`);
+  // A preview writes nothing, and the fee is on no invoice.
+  if (ctx.dryRun) return feeId;
   if (await ctx.db.models.Fee.exists({ _id: feeId })) return feeId;
   const taxes = await loadTaxSets(ctx.db, {
     organizationId: state.organizationId,

@@ -33,7 +33,7 @@ import { toSubscriptionResource, type SubscriptionResource } from '../../resourc
 import { projectionOf } from '../../subscriptions/projection';
 import { scheduleOf, type PeriodState, type PlanSnapshot, type SubscriptionState } from '../../subscriptions/state';
 import { createCreditNote, finalizeCreditNote, type CreditNoteDeps } from '../credit-notes';
-import { createInvoice, type InvoiceDeps } from '../invoices';
+import { createInvoice, type InvoiceDeps, type NewInvoice } from '../invoices';
 import { baseFeeBasis, chargeFeeBasis, type BaseFeeBasis } from '../fee-basis';
 import { finalizeInvoiceUpdate } from '../../../workflows/invoice.messages';
 
@@ -51,6 +51,19 @@ export interface StepContext {
   db: Db;
   deps: SubscriptionBillingDeps;
   catalog: CatalogView;
+  /**
+   * Set by a preview (src/billing/preview.ts): the step computes everything it would bill with the
+   * same reads, and hands its invoices and credit notes here instead of writing them; it saves no
+   * state and announces nothing.
+   */
+  dryRun?: DryRun;
+}
+
+/** Where a dry run's bills go. Each returns what the step goes on with (the ids the real bill would have). */
+export interface DryRun {
+  invoice(input: NewInvoice): Promise<Pick<InvoiceDoc, '_id'>>;
+  creditNote(input: { invoiceId: string; feeId: string; amountCents: Decimal; reason: 'order_change' | 'order_cancellation'; at: Date }): Promise<string>;
+  subscription(state: SubscriptionState): Promise<SubscriptionResource>;
 }
 
 export function subscriptionBillingContext(db: Db, deps: SubscriptionBillingDeps): StepContext {
@@ -150,7 +163,7 @@ export async function billAdvance(
   from: Date,
   at: Date,
   key: string,
-): Promise<InvoiceDoc | null> {
+): Promise<Pick<InvoiceDoc, '_id'> | null> {
   const line = await baseFeeLine(state, period, from);
   if (!line) return null;
   const span = { from, to: new Date(period.to) };
@@ -286,7 +299,7 @@ export async function issue(
   period: Span,
   at: Date,
   key: string,
-): Promise<InvoiceDoc> {
+): Promise<Pick<InvoiceDoc, '_id'>> {
   const commitment = lines.commitment ? (await ctx.catalog.planTerms(lines.plan.id)).commitmentCents : null;
   // Progressive invoices exist in a segment only when a threshold check ran in it (or may run: a
   // state from before checks were marked has no mark, and is looked up).
@@ -295,7 +308,7 @@ export async function issue(
     lines.commitment && checked
       ? await progressiveInvoices(ctx, state.subscriptionId, new Date(state.segmentFrom ?? state.currentPeriod!.from))
       : [];
-  return createInvoice(ctx.db, ctx.deps, {
+  const input: NewInvoice = {
     organizationId: state.organizationId,
     customerId: state.customerId,
     subscriptionId: state.subscriptionId,
@@ -317,7 +330,8 @@ export async function issue(
     // billed together (a subscription started in the past) take their numbers in period order.
     finalizeAtCreation: true,
     at,
-  });
+  };
+  return ctx.dryRun ? ctx.dryRun.invoice(input) : createInvoice(ctx.db, ctx.deps, input);
 }
 
 export async function progressiveInvoices(ctx: StepContext, subscriptionId: string, segmentFrom: Date): Promise<InvoiceDoc[]> {
@@ -367,6 +381,7 @@ export async function creditUnused(
     credited: fromDecimal128(fee.credited_amount_cents) ?? ZERO,
   });
   if (!amount) return null;
+  if (ctx.dryRun) return ctx.dryRun.creditNote({ invoiceId: advance.invoiceId, feeId: advance.feeId, amountCents: amount, reason, at });
   const invoice = await ctx.db.models.Invoice.findById(advance.invoiceId).lean();
   if (invoice?.status === 'draft') await finalizeNow(ctx, invoice._id);
   const note = await createCreditNote(ctx.db, ctx.deps, {
@@ -412,6 +427,7 @@ export async function progressiveFor(
 
 /** Writes the state's projection unless a newer state is already there, and reads it back. */
 export async function save(ctx: StepContext, state: SubscriptionState): Promise<SubscriptionResource> {
+  if (ctx.dryRun) return ctx.dryRun.subscription(state);
   const { Subscription } = ctx.db.models;
   const doc =
     (await Subscription.findOneAndUpdate(
@@ -431,6 +447,7 @@ export async function emit(
   step: string,
   at: Date,
 ): Promise<void> {
+  if (ctx.dryRun) return;
   await emitEvent(ctx.deps, {
     organizationId: state.organizationId,
     type,

@@ -1,7 +1,7 @@
 import { Schema } from 'mongoose';
 import { collectionOptions, uuidId, type BaseDoc } from '../base';
 
-export type SubscriptionStatus = 'pending' | 'active' | 'canceled' | 'terminated';
+export type SubscriptionStatus = 'pending' | 'active' | 'paused' | 'canceled' | 'terminated';
 export type OnTerminationAction = 'generate_invoice' | 'generate_credit_note' | 'skip';
 
 /**
@@ -46,7 +46,7 @@ export const subscriptionSchema = new Schema<SubscriptionDoc>(
     external_id: { type: String, required: true },
     name: { type: String, default: null },
     plan_id: { type: String, required: true },
-    status: { type: String, enum: ['pending', 'active', 'canceled', 'terminated'], required: true },
+    status: { type: String, enum: ['pending', 'active', 'paused', 'canceled', 'terminated'], required: true },
     billing_time: { type: String, enum: ['calendar', 'anniversary'], default: 'calendar' },
     pay_in_advance: { type: Boolean, default: false },
     trial_period_days: { type: Number, default: 0 },

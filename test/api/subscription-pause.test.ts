@@ -1,0 +1,277 @@
+// Pause and resume (issue 19, item 3; docs/subscriptions-pause.md), driven by a test clock over
+// HTTP: the pause days are never billed, the base fee of the period is prorated to its active days
+// (billed at the period end: the part before the pause and the part from the resume day), events
+// sent while paused are stored and not billed, invalid transitions are 400s that change nothing,
+// the bulk endpoints answer per id, and subscription.paused / .resumed are emitted once each.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BillableMetricResource } from '../../src/resources/billable-metric';
+import type { CustomerResource } from '../../src/resources/customer';
+import type { FeeResource, InvoiceResource } from '../../src/resources/invoice';
+import type { PlanResource } from '../../src/resources/plan';
+import type { SubscriptionResource } from '../../src/resources/subscription';
+import type { TestClockResource } from '../../src/resources/test-clock';
+import { eventually, expectError } from '../support/http';
+import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
+import { startStackWorker, type StackWorker } from '../support/worker';
+
+let stack: TestStack;
+let worker: StackWorker;
+let org: TestOrganization;
+let calls: BillableMetricResource;
+
+const uid = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
+const at = (iso: string) => new Date(iso).toISOString();
+const post = (url: string, payload?: unknown) =>
+  stack.app.inject({ method: 'POST', url, headers: org.headers, ...(payload === undefined ? {} : { payload: payload as object }) });
+const get = (url: string) => stack.app.inject({ method: 'GET', url, headers: org.headers });
+
+beforeAll(async () => {
+  stack = await createTestStack();
+  worker = await startStackWorker(stack);
+  org = await createOrganization(stack.app, {
+    name: 'Pause',
+    default_currency: 'USD',
+    timezone: 'UTC',
+    events_rate_limit_per_minute: 100_000,
+  });
+  calls = await ok<BillableMetricResource>(
+    await post('/v1/billable_metrics', { code: uid('calls'), name: 'Calls', aggregation_type: 'count' }),
+    201,
+  );
+}, 120_000);
+
+afterAll(async () => {
+  await worker?.stop();
+  await stack?.close();
+});
+
+async function ok<T>(res: Awaited<ReturnType<typeof get>>, status: number): Promise<T> {
+  expect(res.statusCode, res.body).toBe(status);
+  return res.json<T>();
+}
+
+async function createClock(frozenTime: string): Promise<TestClockResource> {
+  return ok<TestClockResource>(await post('/v1/test_clocks', { name: uid('clock'), frozen_time: frozenTime }), 201);
+}
+
+async function createCustomer(clockId: string): Promise<CustomerResource> {
+  return ok<CustomerResource>(await post('/v1/customers', { external_id: uid('cus'), currency: 'USD', test_clock_id: clockId }), 201);
+}
+
+/** A monthly plan of `amount_cents`, 5 cents a call. */
+async function createPlan(amount_cents: number): Promise<PlanResource> {
+  return ok<PlanResource>(
+    await post('/v1/plans', {
+      code: uid('plan'),
+      name: 'Plan',
+      interval: 'monthly',
+      amount_cents,
+      currency: 'USD',
+      charges: [{ billable_metric_id: calls.id, charge_model: 'standard', properties: { amount: '5' } }],
+    }),
+    201,
+  );
+}
+
+async function subscribe(body: Record<string, unknown>): Promise<SubscriptionResource> {
+  worker.assertAlive();
+  return ok<SubscriptionResource>(await post('/v1/subscriptions', { external_id: uid('sub'), ...body }), 201);
+}
+
+async function subscription(id: string): Promise<SubscriptionResource> {
+  return ok<SubscriptionResource>(await get(`/v1/subscriptions/${id}`), 200);
+}
+
+async function advance(clockId: string, iso: string): Promise<void> {
+  worker.assertAlive();
+  expect((await post(`/v1/test_clocks/${clockId}/advance`, { frozen_time: iso })).statusCode).toBe(202);
+  await eventually(
+    async () => {
+      worker.assertAlive();
+      const clock = await ok<TestClockResource>(await get(`/v1/test_clocks/${clockId}`), 200);
+      return clock.status === 'ready' ? clock : undefined;
+    },
+    60_000,
+    `test clock ${clockId} ready at ${iso}`,
+  );
+}
+
+async function sendCalls(customer: CustomerResource, timestamps: string[]): Promise<void> {
+  const events = timestamps.map((timestamp) => ({
+    transaction_id: uid('tx'),
+    external_customer_id: customer.external_id,
+    code: calls.code,
+    timestamp,
+  }));
+  const body = await ok<{ ingested: number; errors: unknown[] }>(await post('/v1/events/batch', { events }), 201);
+  expect(body.errors).toEqual([]);
+  expect(body.ingested).toBe(timestamps.length);
+}
+
+async function invoicesOf(subscriptionId: string): Promise<InvoiceResource[]> {
+  const list = await ok<InvoiceResource[]>(await get(`/v1/invoices?subscription_id=${subscriptionId}`), 200);
+  const full = await Promise.all(list.map(async (i) => ok<InvoiceResource>(await get(`/v1/invoices/${i.id}`), 200)));
+  return full.sort((a, b) => (a.period_started_at ?? '').localeCompare(b.period_started_at ?? ''));
+}
+
+const feeOf = (inv: InvoiceResource, type: FeeResource['fee_type']) =>
+  inv.fees!.filter((f) => f.fee_type === type).map((f) => ({ units: f.units, amount_cents: f.amount_cents }));
+
+async function eventTimes(type: string, objectId: string): Promise<string[]> {
+  const events = await stack.db.models.LifecycleEvent.find({ organization_id: org.id, type, 'object.id': objectId })
+    .sort({ occurred_at: 1 })
+    .lean();
+  return events.map((e) => e.occurred_at.toISOString());
+}
+
+describe('pause and resume on a test clock', () => {
+  it('Pause for 10 days in the middle of a month then resume: exact prorated fee; nothing billed while paused', async () => {
+    // March 2030 has 31 days: 3100 a month is 100 a day.
+    const clock = await createClock('2030-03-01T00:00:00Z');
+    const customer = await createCustomer(clock.id);
+    const plan = await createPlan(3100);
+    const sub = await subscribe({ customer_id: customer.id, plan_id: plan.id });
+
+    await advance(clock.id, '2030-03-11T00:00:00Z');
+    await sendCalls(customer, ['2030-03-05T10:00:00Z', '2030-03-05T11:00:00Z']);
+    const paused = await ok<SubscriptionResource>(await post(`/v1/subscriptions/${sub.id}/pause`), 200);
+    expect(paused).toMatchObject({ status: 'paused', current_period_started_at: at('2030-03-01T00:00:00Z') });
+
+    // Events while paused: stored, never billed.
+    await advance(clock.id, '2030-03-15T00:00:00Z');
+    await sendCalls(customer, ['2030-03-14T10:00:00Z', '2030-03-14T11:00:00Z', '2030-03-14T12:00:00Z']);
+    expect(await stack.db.models.Event.countDocuments({ organization_id: org.id, subscription_ids: sub.id })).toBe(5);
+    await advance(clock.id, '2030-03-21T00:00:00Z');
+    expect(await invoicesOf(sub.id)).toEqual([]);
+    expect(await subscription(sub.id)).toMatchObject({ status: 'paused' });
+
+    const resumed = await ok<SubscriptionResource>(await post(`/v1/subscriptions/${sub.id}/resume`), 200);
+    expect(resumed).toMatchObject({ status: 'active', current_period_ending_at: at('2030-04-01T00:00:00Z') });
+    await advance(clock.id, '2030-03-26T00:00:00Z');
+    await sendCalls(customer, ['2030-03-25T10:00:00Z']);
+    await advance(clock.id, '2030-04-01T00:00:00Z');
+
+    // At the period end: March 1-10 (10 days, 2 calls) and March 21-31 (11 days, 1 call); March 11-20 never.
+    const invoices = await invoicesOf(sub.id);
+    expect(invoices).toHaveLength(2);
+    const [before, after] = invoices;
+    expect(before).toMatchObject({
+      issuing_date: '2030-04-01',
+      period_started_at: at('2030-03-01T00:00:00Z'),
+      period_ended_at: at('2030-03-11T00:00:00Z'),
+      total: '1010.0000',
+    });
+    expect(feeOf(before!, 'subscription')).toEqual([{ units: '10.0000', amount_cents: '1000.0000' }]);
+    expect(feeOf(before!, 'charge')).toEqual([{ units: '2.0000', amount_cents: '10.0000' }]);
+    expect(after).toMatchObject({
+      issuing_date: '2030-04-01',
+      period_started_at: at('2030-03-21T00:00:00Z'),
+      period_ended_at: at('2030-04-01T00:00:00Z'),
+      total: '1105.0000',
+    });
+    expect(feeOf(after!, 'subscription')).toEqual([{ units: '11.0000', amount_cents: '1100.0000' }]);
+    expect(feeOf(after!, 'charge')).toEqual([{ units: '1.0000', amount_cents: '5.0000' }]);
+    // 3100 * 21 / 31 = 2100 of base fee for the month.
+
+    expect(await eventTimes('subscription.paused', sub.id)).toEqual([at('2030-03-11T00:00:00Z')]);
+    expect(await eventTimes('subscription.resumed', sub.id)).toEqual([at('2030-03-21T00:00:00Z')]);
+    expect(await subscription(sub.id)).toMatchObject({ status: 'active', current_period_started_at: at('2030-04-01T00:00:00Z') });
+  });
+
+  it('a pause across the period end bills the active part at that end, then nothing until the resume month', async () => {
+    // April 2030 has 30 days: 3000 is 100 a day; May has 31.
+    const clock = await createClock('2030-04-01T00:00:00Z');
+    const customer = await createCustomer(clock.id);
+    const plan = await createPlan(3000);
+    const sub = await subscribe({ customer_id: customer.id, plan_id: plan.id });
+    await advance(clock.id, '2030-04-21T00:00:00Z');
+    await ok(await post(`/v1/subscriptions/${sub.id}/pause`), 200);
+    await advance(clock.id, '2030-05-01T00:00:00Z');
+    const [april] = await invoicesOf(sub.id);
+    expect(april).toMatchObject({
+      period_started_at: at('2030-04-01T00:00:00Z'),
+      period_ended_at: at('2030-04-21T00:00:00Z'),
+      total: '2000.0000',
+    });
+    expect(await subscription(sub.id)).toMatchObject({ status: 'paused', current_period_started_at: null, current_period_ending_at: null });
+    // Paused through the rest of the clock's advance: no invoice for May's first days.
+    await advance(clock.id, '2030-05-11T00:00:00Z');
+    expect(await invoicesOf(sub.id)).toHaveLength(1);
+    const resumed = await ok<SubscriptionResource>(await post(`/v1/subscriptions/${sub.id}/resume`), 200);
+    expect(resumed).toMatchObject({
+      status: 'active',
+      current_period_started_at: at('2030-05-11T00:00:00Z'),
+      current_period_ending_at: at('2030-06-01T00:00:00Z'),
+    });
+    await advance(clock.id, '2030-06-01T00:00:00Z');
+    const invoices = await invoicesOf(sub.id);
+    expect(invoices).toHaveLength(2);
+    // May 11-31: 21 of 31 days of 3000 = 2032.2580... -> 2032.2581 at 4 digits, 2032 cents on the total.
+    expect(feeOf(invoices[1]!, 'subscription')).toEqual([{ units: '21.0000', amount_cents: expect.stringMatching(/^2032\.258/) }]);
+  });
+
+  it('refuses to pause a subscription that is not active (400) and changes nothing', async () => {
+    const clock = await createClock('2030-03-01T00:00:00Z');
+    const customer = await createCustomer(clock.id);
+    const plan = await createPlan(3100);
+    const later = await subscribe({ customer_id: customer.id, plan_id: plan.id, started_at: '2030-04-01T00:00:00Z' });
+    expectError(await post(`/v1/subscriptions/${later.id}/pause`), 400, 'invalid_state_transition');
+    expect(await subscription(later.id)).toMatchObject({ status: 'pending', updated_at: later.updated_at });
+
+    const sub = await subscribe({ customer_id: customer.id, plan_id: plan.id });
+    expectError(await post(`/v1/subscriptions/${sub.id}/resume`), 400, 'invalid_state_transition');
+    await ok(await post(`/v1/subscriptions/${sub.id}/pause`), 200);
+    const paused = await subscription(sub.id);
+    expectError(await post(`/v1/subscriptions/${sub.id}/pause`), 400, 'invalid_state_transition');
+    expectError(await post(`/v1/subscriptions/${sub.id}/cancel`), 400, 'invalid_state_transition');
+    expect(await subscription(sub.id)).toEqual(paused);
+
+    await ok(await stack.app.inject({ method: 'DELETE', url: `/v1/subscriptions/${sub.id}`, headers: org.headers }), 200);
+    expectError(await post(`/v1/subscriptions/${sub.id}/pause`), 400, 'invalid_state_transition');
+    expectError(await post(`/v1/subscriptions/${sub.id}/resume`), 400, 'invalid_state_transition');
+    expect(await subscription(sub.id)).toMatchObject({ status: 'terminated' });
+    expect(await eventTimes('subscription.paused', sub.id)).toEqual([at('2030-03-01T00:00:00Z')]);
+    expect(await eventTimes('subscription.resumed', sub.id)).toEqual([]);
+    // Paused subscriptions are listed by their status.
+    const list = await ok<SubscriptionResource[]>(await get(`/v1/subscriptions?status=paused&customer_id=${customer.id}`), 200);
+    expect(list).toEqual([]);
+  });
+
+  it('bulk_pause and bulk_resume answer each id with its own outcome', async () => {
+    const clock = await createClock('2030-03-01T00:00:00Z');
+    const customer = await createCustomer(clock.id);
+    const plan = await createPlan(3100);
+    const a = await subscribe({ customer_id: customer.id, plan_id: plan.id });
+    const b = await subscribe({ customer_id: customer.id, plan_id: plan.id });
+    const res = await ok<{
+      results: { id: string; outcome: string; subscription: SubscriptionResource | null; error: { status: number; code: string } | null }[];
+    }>(await post('/v1/subscriptions/bulk_pause', { ids: [a.id, b.external_id, 'nope'] }), 200);
+    expect(
+      res.results.map((r) => ({ id: r.id, outcome: r.outcome, status: r.subscription?.status ?? null, error: r.error?.code ?? null })),
+    ).toEqual([
+      { id: a.id, outcome: 'paused', status: 'paused', error: null },
+      { id: b.external_id, outcome: 'paused', status: 'paused', error: null },
+      { id: 'nope', outcome: 'failed', status: null, error: 'subscription_not_found' },
+    ]);
+    expect(res.results[2]!.error!.status).toBe(404);
+    const list = await ok<SubscriptionResource[]>(await get(`/v1/subscriptions?status=paused&customer_id=${customer.id}`), 200);
+    expect(list.map((s) => s.id).sort()).toEqual([a.id, b.id].sort());
+
+    const again = await ok<{ results: { outcome: string; error: { status: number; code: string } | null }[] }>(
+      await post('/v1/subscriptions/bulk_resume', { ids: [a.id, b.id] }),
+      200,
+    );
+    expect(again.results.map((r) => r.outcome)).toEqual(['resumed', 'resumed']);
+    const twice = await ok<{ results: { outcome: string; error: { status: number; code: string } | null }[] }>(
+      await post('/v1/subscriptions/bulk_resume', { ids: [a.id] }),
+      200,
+    );
+    expect(twice.results).toEqual([
+      expect.objectContaining({ outcome: 'failed', error: expect.objectContaining({ status: 400, code: 'invalid_state_transition' }) }),
+    ]);
+    expectError(await post('/v1/subscriptions/bulk_pause', { ids: [] }), 422, 'validation_error');
+    expect(await eventTimes('subscription.paused', a.id)).toEqual([at('2030-03-01T00:00:00Z')]);
+    expect(await eventTimes('subscription.resumed', a.id)).toEqual([at('2030-03-01T00:00:00Z')]);
+  });
+});
