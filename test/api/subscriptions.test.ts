@@ -441,7 +441,7 @@ describe('GET /v1/subscriptions', () => {
   });
 
   it('validates the query (422)', async () => {
-    expectValidationError(await get('/v1/subscriptions?status=paused', lister.headers), 'status');
+    expectValidationError(await get('/v1/subscriptions?status=suspended', lister.headers), 'status');
     expectValidationError(await get('/v1/subscriptions?limit=0', lister.headers), 'limit');
     expectValidationError(await get('/v1/subscriptions?skip=-1', lister.headers), 'skip');
   });
