@@ -43,10 +43,9 @@ export interface TouchedSubscription {
 }
 
 /** The counter the alerts API keeps on a subscription document (not part of the workflow's projection). */
-type WithAlertCount = SubscriptionDoc & { usage_alerts_count?: number };
 
 export function hasUsageAlerts(subscription: SubscriptionDoc): boolean {
-  return ((subscription as WithAlertCount).usage_alerts_count ?? 0) > 0;
+  return (subscription.usage_alerts_count ?? 0) > 0;
 }
 
 /** Adds `delta` to the subscription's alert count: +1 before an alert is created, -1 after one is deleted. */

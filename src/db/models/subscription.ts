@@ -14,6 +14,8 @@ export interface SubscriptionDoc extends BaseDoc {
   /** The customer's external_id, denormalized: events arrive by external customer id. */
   external_customer_id: string;
   external_id: string;
+  /** Live usage alerts on it, kept by the alerts API with $inc: ingestion looks them up only when > 0. */
+  usage_alerts_count?: number;
   name: string | null;
   plan_id: string;
   status: SubscriptionStatus;
@@ -44,6 +46,7 @@ export const subscriptionSchema = new Schema<SubscriptionDoc>(
     customer_id: { type: String, required: true },
     external_customer_id: { type: String, required: true },
     external_id: { type: String, required: true },
+    usage_alerts_count: { type: Number },
     name: { type: String, default: null },
     plan_id: { type: String, required: true },
     status: { type: String, enum: ['pending', 'active', 'paused', 'canceled', 'terminated'], required: true },
