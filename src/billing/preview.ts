@@ -275,7 +275,13 @@ export async function previewPlanChange(
   const { state: next } = await changePlan(ctx, state, target, at);
   if (change === 'upgrade') {
     const effectiveAt = planChangeDay(at, new Date(state.segmentFrom ?? period.from), state.timezone);
-    return { change, effectiveAt, invoices: book.invoices, creditNotes: book.creditNotes, atEffectiveDate: { invoices: [], creditNotes: [] } };
+    return {
+      change,
+      effectiveAt,
+      invoices: book.invoices,
+      creditNotes: book.creditNotes,
+      atEffectiveDate: { invoices: [], creditNotes: [] },
+    };
   }
   const boundary = new Date(period.to);
   const later = new PreviewBook(db, base, []);

@@ -64,7 +64,11 @@ export function toInvoicePreviewResource(invoice: InvoiceDoc, fees: FeeDoc[]): I
     prepaid_credit_amount: full.prepaid_credit_amount,
     total: full.total,
     applied_taxes: full.applied_taxes,
-    applied_coupons: full.applied_coupons.map((c) => ({ coupon_id: c.coupon_id, coupon_code: c.coupon_code, amount_cents: c.amount_cents })),
+    applied_coupons: full.applied_coupons.map((c) => ({
+      coupon_id: c.coupon_id,
+      coupon_code: c.coupon_code,
+      amount_cents: c.amount_cents,
+    })),
     fees: (full.fees ?? []).map((f) => {
       const { id: _id, invoice_id: _invoice, payment_status: _status, credited_amount_cents: _credited, created_at: _created, ...fee } = f;
       return fee;
@@ -88,7 +92,9 @@ export const planChangePreviewResource = z
     plan_id: z.string().describe('the current plan'),
     new_plan_id: z.string(),
     change: z.enum(['upgrade', 'downgrade']),
-    effective_date: timestamp.describe('when the new plan takes effect: an upgrade at the start of the change day, a downgrade at the period end'),
+    effective_date: timestamp.describe(
+      'when the new plan takes effect: an upgrade at the start of the change day, a downgrade at the period end',
+    ),
     invoices: z.array(invoicePreviewResource).describe('issued at the change'),
     credit_notes: z.array(creditNotePreviewResource).describe('issued at the change (in advance, the unused part of the old base fee)'),
     invoices_at_effective_date: z
@@ -106,5 +112,11 @@ export function toCreditNotePreviewResource(note: {
   amountCents: Decimal;
   at: Date;
 }) {
-  return { invoice_id: note.invoiceId, fee_id: note.feeId, reason: note.reason, amount_cents: toDecimal4String(note.amountCents), issued_at: iso(note.at) };
+  return {
+    invoice_id: note.invoiceId,
+    fee_id: note.feeId,
+    reason: note.reason,
+    amount_cents: toDecimal4String(note.amountCents),
+    issued_at: iso(note.at),
+  };
 }

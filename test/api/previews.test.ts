@@ -13,7 +13,7 @@ import type { InvoicePreviewResource, PlanChangePreviewResource } from '../../sr
 import type { PlanResource } from '../../src/resources/plan';
 import type { SubscriptionResource } from '../../src/resources/subscription';
 import type { TestClockResource } from '../../src/resources/test-clock';
-import { eventually, expectError, expectValidationError } from '../support/http';
+import { eventually, expectError, expectUnknownFields, expectValidationError } from '../support/http';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
 import { startStackWorker, type StackWorker } from '../support/worker';
 
@@ -33,8 +33,16 @@ const get = (url: string) => stack.app.inject({ method: 'GET', url, headers: org
 beforeAll(async () => {
   stack = await createTestStack();
   worker = await startStackWorker(stack);
-  org = await createOrganization(stack.app, { name: 'Previews', default_currency: 'USD', timezone: 'UTC', events_rate_limit_per_minute: 100_000 });
-  calls = ok<BillableMetricResource>(await post('/v1/billable_metrics', { code: uid('calls'), name: 'Calls', aggregation_type: 'count' }), 201);
+  org = await createOrganization(stack.app, {
+    name: 'Previews',
+    default_currency: 'USD',
+    timezone: 'UTC',
+    events_rate_limit_per_minute: 100_000,
+  });
+  calls = ok<BillableMetricResource>(
+    await post('/v1/billable_metrics', { code: uid('calls'), name: 'Calls', aggregation_type: 'count' }),
+    201,
+  );
 }, 120_000);
 
 afterAll(async () => {
@@ -92,7 +100,12 @@ async function advance(clockId: string, iso: string): Promise<void> {
 async function sendCalls(customer: CustomerResource, timestamps: string[]): Promise<void> {
   const body = ok<{ ingested: number }>(
     await post('/v1/events/batch', {
-      events: timestamps.map((timestamp) => ({ transaction_id: uid('tx'), external_customer_id: customer.external_id, code: calls.code, timestamp })),
+      events: timestamps.map((timestamp) => ({
+        transaction_id: uid('tx'),
+        external_customer_id: customer.external_id,
+        code: calls.code,
+        timestamp,
+      })),
     }),
     201,
   );
@@ -106,7 +119,16 @@ async function invoicesOf(subscriptionId: string): Promise<InvoiceResource[]> {
   return full.sort((a, b) => a.created_at.localeCompare(b.created_at) || a.number.localeCompare(b.number));
 }
 
-const COLLECTIONS = ['invoices', 'fees', 'lifecycle_events', 'document_numbers', 'credit_notes', 'wallet_transactions', 'applied_coupons', 'subscriptions'];
+const COLLECTIONS = [
+  'invoices',
+  'fees',
+  'lifecycle_events',
+  'document_numbers',
+  'credit_notes',
+  'wallet_transactions',
+  'applied_coupons',
+  'subscriptions',
+];
 
 async function counts(): Promise<Record<string, number>> {
   const entries = await Promise.all(COLLECTIONS.map(async (c) => [c, await stack.db.connection.collection(c).countDocuments()] as const));
@@ -129,7 +151,9 @@ async function previewing<T>(url: string, body: unknown): Promise<T> {
 }
 
 const byLine = <F extends { fee_type: string; charge_id: string | null; amount_cents: string }>(a: F, b: F) =>
-  a.fee_type.localeCompare(b.fee_type) || (a.charge_id ?? '').localeCompare(b.charge_id ?? '') || a.amount_cents.localeCompare(b.amount_cents);
+  a.fee_type.localeCompare(b.fee_type) ||
+  (a.charge_id ?? '').localeCompare(b.charge_id ?? '') ||
+  a.amount_cents.localeCompare(b.amount_cents);
 
 /** An issued invoice in the preview's shape: what the preview must equal. */
 function asPreview(inv: InvoiceResource): InvoicePreviewResource {
@@ -171,14 +195,38 @@ describe('POST /v1/invoices/preview', () => {
     const sub = await subscribe({ customer_id: customer.id, plan_id: plan.code });
     // A once coupon of 100 cents and a wallet of 500 cents: the preview settles as finalization does.
     const coupon = ok<{ code: string }>(
-      await post('/v1/coupons', { code: uid('off'), name: 'Off', coupon_type: 'fixed_amount', amount_cents: '100', amount_currency: 'USD', frequency: 'once' }),
+      await post('/v1/coupons', {
+        code: uid('off'),
+        name: 'Off',
+        coupon_type: 'fixed_amount',
+        amount_cents: '100',
+        amount_currency: 'USD',
+        frequency: 'once',
+      }),
       201,
     );
     ok(await post('/v1/coupons/apply', { coupon_code: coupon.code, customer_id: customer.id }), 201);
-    ok(await post('/v1/wallets', { customer_id: customer.id, name: 'Prepaid', currency: 'USD', rate_amount: '1', initial_granted_credits: '5' }), 201);
+    ok(
+      await post('/v1/wallets', {
+        customer_id: customer.id,
+        name: 'Prepaid',
+        currency: 'USD',
+        rate_amount: '1',
+        initial_granted_credits: '5',
+      }),
+      201,
+    );
 
     await advance(clock.id, '2026-03-20T12:00:00Z');
-    await sendCalls(customer, ['2026-03-12T10:00:00Z', '2026-03-12T11:00:00Z', '2026-03-15T10:00:00Z', '2026-03-15T11:00:00Z', '2026-03-19T08:00:00Z', '2026-03-19T09:00:00Z', '2026-03-20T10:00:00Z']);
+    await sendCalls(customer, [
+      '2026-03-12T10:00:00Z',
+      '2026-03-12T11:00:00Z',
+      '2026-03-15T10:00:00Z',
+      '2026-03-15T11:00:00Z',
+      '2026-03-19T08:00:00Z',
+      '2026-03-19T09:00:00Z',
+      '2026-03-20T10:00:00Z',
+    ]);
 
     const preview = await previewing<InvoicePreviewResource>('/v1/invoices/preview', {
       customer_id: customer.external_id,
@@ -188,7 +236,7 @@ describe('POST /v1/invoices/preview', () => {
     expect(preview).toMatchObject({
       status: 'finalized',
       issued_at: at('2026-04-01T00:00:00Z'),
-      period_started_at: at('2026-03-10T00:00:00Z'),
+      period_started_at: at('2026-03-10T10:00:00Z'),
       period_ended_at: at('2026-04-01T00:00:00Z'),
       subtotal: '2235.0000',
       coupons_amount_cents: '100.0000',
@@ -201,7 +249,7 @@ describe('POST /v1/invoices/preview', () => {
     ]);
 
     await advance(clock.id, '2026-04-01T00:00:00Z');
-    const issued = (await invoicesOf(sub.id)).filter((i) => i.period_started_at === at('2026-03-10T00:00:00Z'));
+    const issued = (await invoicesOf(sub.id)).filter((i) => i.period_started_at === at('2026-03-10T10:00:00Z'));
     expect(issued).toHaveLength(1);
     expect(sorted(preview)).toEqual(asPreview(issued[0]!));
   });
@@ -212,12 +260,17 @@ describe('POST /v1/invoices/preview', () => {
     const body = { customer_id: customer.id, plan_id: plan.code, at: '2026-05-15T09:00:00Z' };
     // May 15 to 31: 17 of 31 days of 3100 = 1700.
     const advanceFee = await previewing<InvoicePreviewResource>('/v1/invoices/preview', { ...body, pay_in_advance: true });
-    expect(advanceFee).toMatchObject({ issued_at: at('2026-05-15T09:00:00Z'), subtotal: '1700.0000', total: '1700.0000', subscription_id: expect.any(String) });
+    expect(advanceFee).toMatchObject({
+      issued_at: at('2026-05-15T09:00:00Z'),
+      subtotal: '1700.0000',
+      total: '1700.0000',
+      subscription_id: expect.any(String),
+    });
     expect(advanceFee.fees.map((f) => [f.fee_type, f.units, f.amount_cents])).toEqual([['subscription', '17.0000', '1700.0000']]);
     const arrear = await previewing<InvoicePreviewResource>('/v1/invoices/preview', body);
     expect(arrear).toMatchObject({
       issued_at: at('2026-06-01T00:00:00Z'),
-      period_started_at: at('2026-05-15T00:00:00Z'),
+      period_started_at: at('2026-05-15T09:00:00Z'),
       period_ended_at: at('2026-06-01T00:00:00Z'),
       subtotal: '1700.0000',
       total: '1700.0000',
@@ -238,12 +291,23 @@ describe('POST /v1/invoices/preview', () => {
     const plan = await createPlan(3100);
     expectError(await post('/v1/invoices/preview', { customer_id: 'nobody', plan_id: plan.id }), 404, 'customer_not_found');
     expectError(await post('/v1/invoices/preview', { customer_id: customer.id, plan_id: 'no-such-plan' }), 404, 'plan_not_found');
-    expectError(await post('/v1/invoices/preview', { customer_id: customer.id, subscription_id: 'no-such-sub' }), 404, 'subscription_not_found');
-    expectError(await post('/v1/invoices/preview', { customer_id: customer.id, plan_id: plan.id, coupons: ['nope'] }), 404, 'coupon_not_found');
+    expectError(
+      await post('/v1/invoices/preview', { customer_id: customer.id, subscription_id: 'no-such-sub' }),
+      404,
+      'subscription_not_found',
+    );
+    expectError(
+      await post('/v1/invoices/preview', { customer_id: customer.id, plan_id: plan.id, coupons: ['nope'] }),
+      404,
+      'coupon_not_found',
+    );
     expectValidationError(await post('/v1/invoices/preview', { customer_id: customer.id }), 'plan_id');
-    expectValidationError(await post('/v1/invoices/preview', { customer_id: customer.id, plan_id: plan.id, subscription_id: 'x' }), 'plan_id');
+    expectValidationError(
+      await post('/v1/invoices/preview', { customer_id: customer.id, plan_id: plan.id, subscription_id: 'x' }),
+      'plan_id',
+    );
     expectValidationError(await post('/v1/invoices/preview', { customer_id: customer.id, plan_id: plan.id, at: 'yesterday' }), 'at');
-    expectValidationError(await post('/v1/invoices/preview', { customer_id: customer.id, plan_id: plan.id, extra: 1 }), '');
+    expectUnknownFields(await post('/v1/invoices/preview', { customer_id: customer.id, plan_id: plan.id, extra: 1 }), ['extra']);
     const eur = ok<PlanResource>(
       await post('/v1/plans', { code: uid('eur'), name: 'EUR', interval: 'monthly', amount_cents: 100, currency: 'EUR', charges: [] }),
       201,
@@ -270,14 +334,18 @@ describe('POST /v1/subscriptions/{id}/change_plan_preview', () => {
       await sendCalls(customer, ['2026-03-05T10:00:00Z', '2026-03-10T10:00:00Z', '2026-03-10T11:00:00Z', '2026-03-16T10:00:00Z']);
       const before = (await invoicesOf(sub.id)).map((i) => i.id);
 
-      const preview = await previewing<PlanChangePreviewResource>(`/v1/subscriptions/${sub.id}/change_plan_preview`, { new_plan_id: target.code });
+      const preview = await previewing<PlanChangePreviewResource>(`/v1/subscriptions/${sub.id}/change_plan_preview`, {
+        new_plan_id: target.code,
+      });
       expect(preview).toMatchObject({ subscription_id: sub.id, plan_id: current.id, new_plan_id: target.id, change: c.change });
 
       ok(await put(`/v1/subscriptions/${sub.id}`, { plan_id: target.code }));
       const made = (await invoicesOf(sub.id)).filter((i) => !before.includes(i.id));
       expect(preview.invoices.map(sorted)).toEqual(made.map(asPreview));
       const notes = ok<CreditNoteResource[]>(await get(`/v1/credit_notes?limit=100`)).filter((n) => before.includes(n.invoice_id));
-      expect(preview.credit_notes.map((n) => [n.invoice_id, n.reason, n.amount_cents])).toEqual(notes.map((n) => [n.invoice_id, n.reason, n.credit_amount_cents]));
+      expect(preview.credit_notes.map((n) => [n.invoice_id, n.reason, n.amount_cents])).toEqual(
+        notes.map((n) => [n.invoice_id, n.reason, n.credit_amount_cents]),
+      );
 
       if (c.change === 'upgrade') {
         expect(preview.effective_date).toBe(at('2026-03-16T00:00:00Z'));

@@ -33,12 +33,18 @@ const reference = z.string().trim().min(1).max(255);
 const invoicePreviewBody = z
   .strictObject({
     customer_id: reference.describe('id or external_id of the customer'),
-    subscription_id: reference.optional().describe('id or external_id of one of its subscriptions: the invoice its current period ends with'),
+    subscription_id: reference
+      .optional()
+      .describe('id or external_id of one of its subscriptions: the invoice its current period ends with'),
     plan_id: reference.optional().describe('id or code of a plan: the first invoice of a new subscription on it'),
     billing_time: z.enum(BILLING_TIMES).optional().describe('with plan_id; default calendar'),
     pay_in_advance: z.boolean().optional().describe('with plan_id; default false'),
     at: isoDateTimeInput.optional().describe("with plan_id: the new subscription's started_at (default now, on the customer's clock)"),
-    coupons: z.array(reference).max(20).optional().describe('codes or ids of coupons to apply as if applied to the customer, after its own'),
+    coupons: z
+      .array(reference)
+      .max(20)
+      .optional()
+      .describe('codes or ids of coupons to apply as if applied to the customer, after its own'),
   })
   .superRefine((b, ctx) => {
     if ((b.plan_id === undefined) === (b.subscription_id === undefined)) {
@@ -69,7 +75,10 @@ export const previewRoutes: FastifyPluginAsyncZod = async (app) => {
   const config = app.deps.config as Partial<Config>;
 
   async function findSubscription(organizationId: string, idOrExternalId: string): Promise<SubscriptionDoc> {
-    const doc = await Subscription.findOne({ organization_id: organizationId, $or: [{ _id: idOrExternalId }, { external_id: idOrExternalId }] }).lean();
+    const doc = await Subscription.findOne({
+      organization_id: organizationId,
+      $or: [{ _id: idOrExternalId }, { external_id: idOrExternalId }],
+    }).lean();
     if (!doc) throw new NotFound('Subscription not found', 'subscription_not_found');
     return doc;
   }
@@ -112,7 +121,14 @@ export const previewRoutes: FastifyPluginAsyncZod = async (app) => {
         id: `preview/${i}/${coupon._id}`,
         status: 'active',
         applied_at: at,
-        coupon: { id: coupon._id, code: coupon.code, coupon_type: coupon.coupon_type, frequency: coupon.frequency, reusable: coupon.reusable, ...terms },
+        coupon: {
+          id: coupon._id,
+          code: coupon.code,
+          coupon_type: coupon.coupon_type,
+          frequency: coupon.frequency,
+          reusable: coupon.reusable,
+          ...terms,
+        },
         ...terms,
         frequency_duration_remaining: null,
       });
@@ -209,7 +225,10 @@ export const previewRoutes: FastifyPluginAsyncZod = async (app) => {
       const period = state.currentPeriod;
       const segmentFrom = Date.parse(state.segmentFrom ?? period.from);
       if (at.getTime() < segmentFrom || at.getTime() >= Date.parse(period.to)) {
-        throw Validation.field('effective_date', `must be within the current period, from ${state.segmentFrom ?? period.from} to before ${period.to}`);
+        throw Validation.field(
+          'effective_date',
+          `must be within the current period, from ${state.segmentFrom ?? period.from} to before ${period.to}`,
+        );
       }
       const preview = await previewPlanChange(db, deps, doc, state, planSnapshot(target), at);
       return {

@@ -62,7 +62,13 @@ export interface StepContext {
 /** Where a dry run's bills go. Each returns what the step goes on with (the ids the real bill would have). */
 export interface DryRun {
   invoice(input: NewInvoice): Promise<Pick<InvoiceDoc, '_id'>>;
-  creditNote(input: { invoiceId: string; feeId: string; amountCents: Decimal; reason: 'order_change' | 'order_cancellation'; at: Date }): Promise<string>;
+  creditNote(input: {
+    invoiceId: string;
+    feeId: string;
+    amountCents: Decimal;
+    reason: 'order_change' | 'order_cancellation';
+    at: Date;
+  }): Promise<string>;
   subscription(state: SubscriptionState): Promise<SubscriptionResource>;
 }
 
