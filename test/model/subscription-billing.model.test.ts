@@ -547,6 +547,20 @@ const REGRESSIONS: { name: string; scenario: Scenario; open?: keyof typeof AVOID
       ],
     },
   },
+  {
+    // Seed 688593322: terminated at the very instant its new week began, the termination day was
+    // billed its base fee but not the seat carried in from the week before (the usage read of an
+    // empty range was skipped, and an empty read weighed no day).
+    name: 'bug (fixed): a termination at the first instant of a period bills the seats carried in for its day',
+    scenario: {
+      create: { ...base, plan: 'w-pseats', start: at(2030, 3, 9, 0, 0) },
+      steps: [
+        { op: 'events', events: [{ metric: 'seats', position: 0, gb: '1', seats: 1 }] },
+        { op: 'wait_boundary', hours: 0 },
+        { op: 'terminate', action: null },
+      ],
+    },
+  },
 ];
 
 // ---- the stack ------------------------------------------------------------------------------

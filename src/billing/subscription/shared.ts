@@ -27,6 +27,7 @@ import { workflowIds } from '../../temporal/workflow-ids';
 import { emitEvent } from '../../webhooks/emit-event';
 import { CatalogView, type PlanView } from '../../usage/catalog-view';
 import { billedPerEvent } from '../../domain/charge-rules';
+import { carriesOver } from '../../domain/aggregation';
 import { computeChargeUsage, readsWholeDaysOnly, type ChargeUsage } from '../../usage/period-usage';
 import { iso } from '../../resources/format';
 import { toSubscriptionResource, type SubscriptionResource } from '../../resources/subscription';
@@ -203,7 +204,11 @@ export async function segmentLines(
   const metrics = await ctx.catalog.metricsById(state.organizationId, [...new Set(invoiceable.map((c) => c.billable_metric_id))]);
   // Charges billed event by event as their events arrive are not billed again here.
   const charges = invoiceable.filter((c) => !billedPerEvent(c, metrics.get(c.billable_metric_id)!));
-  if (charges.length > 0 && start.getTime() < usageTo.getTime()) {
+  // Recurring units present at the segment's start weigh on its billed days even when no event can
+  // be read yet (a termination at the segment's first instant bills that day with the seats it had).
+  const carried = charges.some((c) => carriesOver(metrics.get(c.billable_metric_id)!));
+  const readable = start.getTime() < usageTo.getTime() || (carried && start.getTime() < to.getTime());
+  if (charges.length > 0 && readable) {
     const billed = { ...plan, charges };
     const withEvents = readsWholeDaysOnly(billed, metrics, { from: start, to: usageTo, timezone: state.timezone })
       ? undefined

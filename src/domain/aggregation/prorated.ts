@@ -108,7 +108,9 @@ export interface BilledRange {
 export function prorationFor(range: BilledRange): ProrationContext {
   const { from, timezone, ratio } = range;
   const partial = ratio !== undefined && ratio.usedDays < ratio.periodDays;
-  if (from.getTime() >= range.to.getTime()) {
+  // Nothing billed: no day to weigh. (Nothing read yet but days billed, as at a termination at the
+  // segment's first instant, still weighs the units present from before over those days.)
+  if (from.getTime() >= (range.billedTo ?? range.to).getTime()) {
     return { from, to: from, periodDays: partial ? ratio.periodDays : 1, timezone };
   }
   if (partial) {
