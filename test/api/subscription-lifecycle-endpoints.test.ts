@@ -1,94 +1,11 @@
 // GET /v1/subscriptions/{id}/next_billing_date and /lifecycle (issue 19, item 1), read from the
 // subscription's workflow (its lifecycle query), on a test clock: exact values for a subscription
 // with a trial and a pending downgrade, in arrear and in advance, and after a pause.
-import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BillableMetricResource } from '../../src/resources/billable-metric';
-import type { CustomerResource } from '../../src/resources/customer';
-import type { PlanResource } from '../../src/resources/plan';
-import type { SubscriptionResource } from '../../src/resources/subscription';
-import type { TestClockResource } from '../../src/resources/test-clock';
-import { eventually } from '../support/http';
-import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
-import { startStackWorker, type StackWorker } from '../support/worker';
+import { describe, expect, it } from 'vitest';
+import { clockScenario } from '../support/clock-scenario';
 
-let stack: TestStack;
-let worker: StackWorker;
-let org: TestOrganization;
-let calls: BillableMetricResource;
-
-const uid = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
-const at = (iso: string) => new Date(iso).toISOString();
-const post = (url: string, payload?: unknown) =>
-  stack.app.inject({ method: 'POST', url, headers: org.headers, ...(payload === undefined ? {} : { payload: payload as object }) });
-const get = (url: string) => stack.app.inject({ method: 'GET', url, headers: org.headers });
-
-beforeAll(async () => {
-  stack = await createTestStack();
-  worker = await startStackWorker(stack);
-  org = await createOrganization(stack.app, {
-    name: 'Pause',
-    default_currency: 'USD',
-    timezone: 'UTC',
-    events_rate_limit_per_minute: 100_000,
-  });
-  calls = await ok<BillableMetricResource>(
-    await post('/v1/billable_metrics', { code: uid('calls'), name: 'Calls', aggregation_type: 'count' }),
-    201,
-  );
-}, 120_000);
-
-afterAll(async () => {
-  await worker?.stop();
-  await stack?.close();
-});
-
-async function ok<T>(res: Awaited<ReturnType<typeof get>>, status: number): Promise<T> {
-  expect(res.statusCode, res.body).toBe(status);
-  return res.json<T>();
-}
-
-async function createClock(frozenTime: string): Promise<TestClockResource> {
-  return ok<TestClockResource>(await post('/v1/test_clocks', { name: uid('clock'), frozen_time: frozenTime }), 201);
-}
-
-async function createCustomer(clockId: string): Promise<CustomerResource> {
-  return ok<CustomerResource>(await post('/v1/customers', { external_id: uid('cus'), currency: 'USD', test_clock_id: clockId }), 201);
-}
-
-/** A monthly plan of `amount_cents`, 5 cents a call. */
-async function createPlan(amount_cents: number): Promise<PlanResource> {
-  return ok<PlanResource>(
-    await post('/v1/plans', {
-      code: uid('plan'),
-      name: 'Plan',
-      interval: 'monthly',
-      amount_cents,
-      currency: 'USD',
-      charges: [{ billable_metric_id: calls.id, charge_model: 'standard', properties: { amount: '5' } }],
-    }),
-    201,
-  );
-}
-
-async function subscribe(body: Record<string, unknown>): Promise<SubscriptionResource> {
-  worker.assertAlive();
-  return ok<SubscriptionResource>(await post('/v1/subscriptions', { external_id: uid('sub'), ...body }), 201);
-}
-
-async function advance(clockId: string, iso: string): Promise<void> {
-  worker.assertAlive();
-  expect((await post(`/v1/test_clocks/${clockId}/advance`, { frozen_time: iso })).statusCode).toBe(202);
-  await eventually(
-    async () => {
-      worker.assertAlive();
-      const clock = await ok<TestClockResource>(await get(`/v1/test_clocks/${clockId}`), 200);
-      return clock.status === 'ready' ? clock : undefined;
-    },
-    60_000,
-    `test clock ${clockId} ready at ${iso}`,
-  );
-}
+const scenario = clockScenario('Lifecycle');
+const { at, post, get, ok, createClock, createCustomer, createPlan, subscribe, advance } = scenario;
 
 describe('next_billing_date and lifecycle', () => {
   it('answer the exact steps of a subscription with a trial and a pending downgrade', async () => {
@@ -99,7 +16,9 @@ describe('next_billing_date and lifecycle', () => {
     const sub = await subscribe({ customer_id: customer.id, plan_id: pro.id, trial_period_days: 10 });
     await advance(clock.id, '2030-01-05T12:00:00Z');
     await ok(
-      await stack.app.inject({ method: 'PUT', url: `/v1/subscriptions/${sub.id}`, headers: org.headers, payload: { plan_id: basic.id } }),
+      await scenario
+        .stack()
+        .app.inject({ method: 'PUT', url: `/v1/subscriptions/${sub.id}`, headers: scenario.org().headers, payload: { plan_id: basic.id } }),
       200,
     );
 
@@ -143,7 +62,10 @@ describe('next_billing_date and lifecycle', () => {
       { step: 'boundary', at: at('2030-03-01T00:00:00Z'), plan_id: basic.id },
       { step: 'end', at: at('2030-03-01T00:00:00Z'), plan_id: basic.id },
     ]);
-    await ok(await stack.app.inject({ method: 'DELETE', url: `/v1/subscriptions/${sub.id}`, headers: org.headers }), 200);
+    await ok(
+      await scenario.stack().app.inject({ method: 'DELETE', url: `/v1/subscriptions/${sub.id}`, headers: scenario.org().headers }),
+      200,
+    );
     const over = await ok<{ past: { step: string }[]; scheduled: unknown[]; next_billing_at: string | null }>(
       await get(`/v1/subscriptions/${sub.id}/lifecycle`),
       200,

@@ -3,111 +3,14 @@
 // (billed at the period end: the part before the pause and the part from the resume day), events
 // sent while paused are stored and not billed, invalid transitions are 400s that change nothing,
 // the bulk endpoints answer per id, and subscription.paused / .resumed are emitted once each.
-import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BillableMetricResource } from '../../src/resources/billable-metric';
-import type { CustomerResource } from '../../src/resources/customer';
+import { describe, expect, it } from 'vitest';
 import type { FeeResource, InvoiceResource } from '../../src/resources/invoice';
-import type { PlanResource } from '../../src/resources/plan';
 import type { SubscriptionResource } from '../../src/resources/subscription';
-import type { TestClockResource } from '../../src/resources/test-clock';
-import { eventually, expectError } from '../support/http';
-import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
-import { startStackWorker, type StackWorker } from '../support/worker';
+import { expectError } from '../support/http';
+import { clockScenario } from '../support/clock-scenario';
 
-let stack: TestStack;
-let worker: StackWorker;
-let org: TestOrganization;
-let calls: BillableMetricResource;
-
-const uid = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
-const at = (iso: string) => new Date(iso).toISOString();
-const post = (url: string, payload?: unknown) =>
-  stack.app.inject({ method: 'POST', url, headers: org.headers, ...(payload === undefined ? {} : { payload: payload as object }) });
-const get = (url: string) => stack.app.inject({ method: 'GET', url, headers: org.headers });
-
-beforeAll(async () => {
-  stack = await createTestStack();
-  worker = await startStackWorker(stack);
-  org = await createOrganization(stack.app, {
-    name: 'Pause',
-    default_currency: 'USD',
-    timezone: 'UTC',
-    events_rate_limit_per_minute: 100_000,
-  });
-  calls = await ok<BillableMetricResource>(
-    await post('/v1/billable_metrics', { code: uid('calls'), name: 'Calls', aggregation_type: 'count' }),
-    201,
-  );
-}, 120_000);
-
-afterAll(async () => {
-  await worker?.stop();
-  await stack?.close();
-});
-
-async function ok<T>(res: Awaited<ReturnType<typeof get>>, status: number): Promise<T> {
-  expect(res.statusCode, res.body).toBe(status);
-  return res.json<T>();
-}
-
-async function createClock(frozenTime: string): Promise<TestClockResource> {
-  return ok<TestClockResource>(await post('/v1/test_clocks', { name: uid('clock'), frozen_time: frozenTime }), 201);
-}
-
-async function createCustomer(clockId: string): Promise<CustomerResource> {
-  return ok<CustomerResource>(await post('/v1/customers', { external_id: uid('cus'), currency: 'USD', test_clock_id: clockId }), 201);
-}
-
-/** A monthly plan of `amount_cents`, 5 cents a call. */
-async function createPlan(amount_cents: number): Promise<PlanResource> {
-  return ok<PlanResource>(
-    await post('/v1/plans', {
-      code: uid('plan'),
-      name: 'Plan',
-      interval: 'monthly',
-      amount_cents,
-      currency: 'USD',
-      charges: [{ billable_metric_id: calls.id, charge_model: 'standard', properties: { amount: '5' } }],
-    }),
-    201,
-  );
-}
-
-async function subscribe(body: Record<string, unknown>): Promise<SubscriptionResource> {
-  worker.assertAlive();
-  return ok<SubscriptionResource>(await post('/v1/subscriptions', { external_id: uid('sub'), ...body }), 201);
-}
-
-async function subscription(id: string): Promise<SubscriptionResource> {
-  return ok<SubscriptionResource>(await get(`/v1/subscriptions/${id}`), 200);
-}
-
-async function advance(clockId: string, iso: string): Promise<void> {
-  worker.assertAlive();
-  expect((await post(`/v1/test_clocks/${clockId}/advance`, { frozen_time: iso })).statusCode).toBe(202);
-  await eventually(
-    async () => {
-      worker.assertAlive();
-      const clock = await ok<TestClockResource>(await get(`/v1/test_clocks/${clockId}`), 200);
-      return clock.status === 'ready' ? clock : undefined;
-    },
-    60_000,
-    `test clock ${clockId} ready at ${iso}`,
-  );
-}
-
-async function sendCalls(customer: CustomerResource, timestamps: string[]): Promise<void> {
-  const events = timestamps.map((timestamp) => ({
-    transaction_id: uid('tx'),
-    external_customer_id: customer.external_id,
-    code: calls.code,
-    timestamp,
-  }));
-  const body = await ok<{ ingested: number; errors: unknown[] }>(await post('/v1/events/batch', { events }), 201);
-  expect(body.errors).toEqual([]);
-  expect(body.ingested).toBe(timestamps.length);
-}
+const scenario = clockScenario('Pause');
+const { at, post, get, ok, createClock, createCustomer, createPlan, subscribe, subscription, advance, sendCalls } = scenario;
 
 async function invoicesOf(subscriptionId: string): Promise<InvoiceResource[]> {
   const list = await ok<InvoiceResource[]>(await get(`/v1/invoices?subscription_id=${subscriptionId}`), 200);
@@ -119,7 +22,9 @@ const feeOf = (inv: InvoiceResource, type: FeeResource['fee_type']) =>
   inv.fees!.filter((f) => f.fee_type === type).map((f) => ({ units: f.units, amount_cents: f.amount_cents }));
 
 async function eventTimes(type: string, objectId: string): Promise<string[]> {
-  const events = await stack.db.models.LifecycleEvent.find({ organization_id: org.id, type, 'object.id': objectId })
+  const events = await scenario
+    .stack()
+    .db.models.LifecycleEvent.find({ organization_id: scenario.org().id, type, 'object.id': objectId })
     .sort({ occurred_at: 1 })
     .lean();
   return events.map((e) => e.occurred_at.toISOString());
@@ -141,7 +46,7 @@ describe('pause and resume on a test clock', () => {
     // Events while paused: stored, never billed.
     await advance(clock.id, '2030-03-15T00:00:00Z');
     await sendCalls(customer, ['2030-03-14T10:00:00Z', '2030-03-14T11:00:00Z', '2030-03-14T12:00:00Z']);
-    expect(await stack.db.models.Event.countDocuments({ organization_id: org.id, subscription_ids: sub.id })).toBe(5);
+    expect(await scenario.stack().db.models.Event.countDocuments({ organization_id: scenario.org().id, subscription_ids: sub.id })).toBe(5);
     await advance(clock.id, '2030-03-21T00:00:00Z');
     expect(await invoicesOf(sub.id)).toEqual([]);
     expect(await subscription(sub.id)).toMatchObject({ status: 'paused' });
@@ -227,7 +132,10 @@ describe('pause and resume on a test clock', () => {
     expectError(await post(`/v1/subscriptions/${sub.id}/cancel`), 400, 'invalid_state_transition');
     expect(await subscription(sub.id)).toEqual(paused);
 
-    await ok(await stack.app.inject({ method: 'DELETE', url: `/v1/subscriptions/${sub.id}`, headers: org.headers }), 200);
+    await ok(
+      await scenario.stack().app.inject({ method: 'DELETE', url: `/v1/subscriptions/${sub.id}`, headers: scenario.org().headers }),
+      200,
+    );
     expectError(await post(`/v1/subscriptions/${sub.id}/pause`), 400, 'invalid_state_transition');
     expectError(await post(`/v1/subscriptions/${sub.id}/resume`), 400, 'invalid_state_transition');
     expect(await subscription(sub.id)).toMatchObject({ status: 'terminated' });
