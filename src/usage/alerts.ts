@@ -21,15 +21,12 @@ import { toDecimal128, fromDecimal128 } from '../db/decimal';
 import type { SubscriptionDoc } from '../db/models/subscription';
 import type { UsageAlertDoc } from '../db/models/usage-alert';
 import type { UsageAlertTriggerDoc } from '../db/models/usage-alert-trigger';
-import { FULL_PERIOD, type ProrationRatio } from '../domain/charges';
 import { Dec, sum } from '../domain/money';
-import { fullPeriodDays, periodContaining } from '../domain/periods';
-import { prorateSegment } from '../domain/proration';
 import { deterministicId } from '../ids';
 import { toUsageAlertTriggerResource } from '../resources/usage-alert';
-import { trialEndFor } from '../subscriptions/state';
 import { emitEvent, type EmitDeps } from '../webhooks/emit-event';
-import type { CatalogView, PlanView } from './catalog-view';
+import type { CatalogView } from './catalog-view';
+import { currentRange, type CurrentRange } from './current-range';
 import { computeChargeUsage } from './period-usage';
 
 /** Crossings recorded by one check at most (a recurring alert with a tiny threshold and a huge batch). */
@@ -51,36 +48,6 @@ export function hasUsageAlerts(subscription: SubscriptionDoc): boolean {
 /** Adds `delta` to the subscription's alert count: +1 before an alert is created, -1 after one is deleted. */
 export async function countUsageAlert(db: Db, subscriptionId: string, delta: 1 | -1): Promise<void> {
   await db.models.Subscription.collection.updateOne({ _id: subscriptionId as never }, { $inc: { usage_alerts_count: delta } });
-}
-
-export interface CurrentRange {
-  /** The period (the alert's unit of "once"). */
-  period: { from: Date; to: Date };
-  /** The billed part of it: from the trial end or the plan change, as current_usage reads it. */
-  from: Date;
-  proration: ProrationRatio;
-}
-
-/**
- * The current period of a subscription and the part of it current_usage prices (the same rules as
- * GET /customers/{id}/current_usage: the workflow's period, the segment after an upgrade, the trial).
- */
-export function currentRange(subscription: SubscriptionDoc, plan: Pick<PlanView, 'interval'>, timezone: string, now: Date): CurrentRange {
-  const schedule = { interval: plan.interval, billingTime: subscription.billing_time, anchor: subscription.started_at, timezone };
-  const period =
-    subscription.current_period_started_at && subscription.current_period_ending_at
-      ? { from: subscription.current_period_started_at, to: subscription.current_period_ending_at }
-      : periodContaining({ ...schedule, at: now < subscription.started_at ? subscription.started_at : now });
-  const raw = subscription.workflow_state?.segmentFrom;
-  const at = typeof raw === 'string' ? new Date(raw) : null;
-  const segmentFrom = at && !Number.isNaN(at.getTime()) && at > period.from && at < period.to ? at : period.from;
-  const trialEndsAt = trialEndFor(subscription.started_at, subscription.trial_period_days);
-  const segment = prorateSegment({ schedule, periodFrom: period.from, from: segmentFrom, to: period.to, trialEndsAt, amountCents: 0 });
-  return {
-    period,
-    from: segment?.from ?? period.to,
-    proration: segment ? (segment.ratio ?? FULL_PERIOD) : { usedDays: 1, periodDays: fullPeriodDays({ ...schedule, at: period.from }) },
-  };
 }
 
 export interface AlertMeasure {

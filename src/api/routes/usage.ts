@@ -1,27 +1,17 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { SubscriptionDoc } from '../../db/models/subscription';
-import { FULL_PERIOD } from '../../domain/charges';
 import { sum } from '../../domain/money';
-import { fullPeriodDays, periodContaining } from '../../domain/periods';
-import { prorateSegment } from '../../domain/proration';
 import { computeFeeTaxes } from '../../domain/taxes';
 import { NotFound, Validation } from '../../errors';
 import { CatalogView } from '../../usage/catalog-view';
+import { currentRange } from '../../usage/current-range';
 import { computeChargeUsage } from '../../usage/period-usage';
 import { loadTaxSets } from '../../usage/tax-sets';
 import { idParams, responses } from '../http';
 import { currentUsageResource, toCurrentUsageResource } from '../../resources/current-usage';
 import { customerLookup } from '../../db/models/customer';
+import type { SubscriptionDoc } from '../../db/models/subscription';
 import { customerNow } from '../../test-clocks/time';
-import { trialEndFor } from '../../subscriptions/state';
-
-/** Where the current plan's part of `period` starts: the workflow's segment start when it lies inside the period, else the period start. */
-function segmentStart(subscription: Pick<SubscriptionDoc, 'workflow_state'>, period: { from: Date; to: Date }): Date {
-  const raw = subscription.workflow_state?.segmentFrom;
-  const at = typeof raw === 'string' ? new Date(raw) : null;
-  return at && !Number.isNaN(at.getTime()) && at > period.from && at < period.to ? at : period.from;
-}
 
 export const usageRoutes: FastifyPluginAsyncZod = async (app) => {
   const { db } = app.deps;
@@ -65,23 +55,7 @@ export const usageRoutes: FastifyPluginAsyncZod = async (app) => {
       if (!plan) throw new NotFound('Plan not found', 'plan_not_found');
       const timezone = customer.timezone ?? organization?.timezone ?? 'UTC';
 
-      const schedule = { interval: plan.interval, billingTime: subscription.billing_time, anchor: subscription.started_at, timezone };
-      const period =
-        subscription.current_period_started_at && subscription.current_period_ending_at
-          ? { from: subscription.current_period_started_at, to: subscription.current_period_ending_at }
-          : periodContaining({ ...schedule, at: now < subscription.started_at ? subscription.started_at : now });
-      // After an upgrade the current plan's part of the period starts at the change (the part
-      // before it was billed with the old plan): the workflow's segment start, when it has one.
-      const segmentFrom = segmentStart(subscription, period);
-      // Usage during a trial is not billed: the range starts when the trial ends; the segment's
-      // days weigh its charges as they will on the invoice (src/domain/proration.ts).
-      const trialEndsAt = trialEndFor(subscription.started_at, subscription.trial_period_days);
-      const segment = prorateSegment({ schedule, periodFrom: period.from, from: segmentFrom, to: period.to, trialEndsAt, amountCents: 0 });
-      const from = segment?.from ?? period.to;
-      // A period the trial covers entirely shows its (empty) usage over one day.
-      const proration = segment
-        ? (segment.ratio ?? FULL_PERIOD)
-        : { usedDays: 1, periodDays: fullPeriodDays({ ...schedule, at: period.from }) };
+      const { period, from, proration } = currentRange(subscription, plan, timezone, now);
 
       const metrics = await catalog.metricsById(request.organizationId, [...new Set(plan.charges.map((c) => c.billable_metric_id))]);
       const [usage, taxSets] = await Promise.all([
