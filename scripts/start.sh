@@ -55,8 +55,12 @@ if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
   log "Temporal dev server on 127.0.0.1:$TEMPORAL_PORT, UI on $TEMPORAL_UI_PORT (data: .data/temporal.sqlite, log: .data/logs/temporal.log)"
   sa_flags=()
   for attr in "${SEARCH_ATTRIBUTES[@]}"; do sa_flags+=(--search-attribute "$attr"); done
+  # SQLite in WAL mode, synced at checkpoints (TEMPORAL_SQLITE_PRAGMAS, space-separated): a commit
+  # survives a crash of any process; only a power cut can lose the last commits (docs/performance.md).
+  pragma_flags=()
+  for pragma in ${TEMPORAL_SQLITE_PRAGMAS:-journal_mode=wal synchronous=normal}; do pragma_flags+=(--sqlite-pragma "$pragma"); done
   "$TEMPORAL_CLI_PATH" server start-dev --ip 127.0.0.1 --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT" \
-    --namespace "$TEMPORAL_NAMESPACE" --db-filename "$DATA/temporal.sqlite" --log-level warn \
+    --namespace "$TEMPORAL_NAMESPACE" --db-filename "$DATA/temporal.sqlite" --log-level warn "${pragma_flags[@]}" \
     --dynamic-config-value frontend.enableUpdateWorkflowExecution=true \
     --dynamic-config-value frontend.enableUpdateWorkflowExecutionAsyncAccepted=true \
     --dynamic-config-value frontend.enableExecuteMultiOperation=true \
