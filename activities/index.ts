@@ -6,6 +6,7 @@ import { createIdempotencyKeyActivities } from './idempotency-keys';
 import { createInvoiceActivities } from './invoices';
 import { createPaymentActivities } from './payments';
 import { createPaymentRequestActivities } from './payment-requests';
+import { createPlanSimulationActivities } from './plan-simulations';
 import { createDunningActivities } from './dunning';
 import { createReconcilerActivities } from './reconciler';
 import { createSubscriptionActivities } from './subscriptions';
@@ -43,6 +44,7 @@ export function createActivities(deps: ActivityDeps) {
       publicUrl: deps.publicUrl ?? 'http://127.0.0.1:3000',
     }),
     ...createDunningActivities({ db: deps.db, models: deps.db.models, temporal: deps.temporal }),
+    ...createPlanSimulationActivities(deps.db, { models: deps.db.models, temporal: deps.temporal }),
     ...createPaymentActivities({ db: deps.db, models: deps.db.models, temporal: deps.temporal, secrets: createSecretBox(deps.secretsKey) }),
     ...createWebhookActivities({
       models: deps.db.models,

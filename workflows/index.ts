@@ -21,3 +21,5 @@ export { paymentRequestWorkflow } from './payment-request';
 export type { PaymentRequestWorkflowInput } from './payment-request.messages';
 export { dunningCampaignWorkflow } from './dunning-campaign';
 export type { DunningCampaignWorkflowInput } from './dunning-campaign.messages';
+export { planSimulationWorkflow } from './plan-simulation';
+export type { PlanSimulationInput } from './plan-simulation.messages';

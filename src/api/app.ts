@@ -24,6 +24,7 @@ import { customerRoutes } from './routes/customers';
 import { eventRoutes } from './routes/events';
 import { invoiceRoutes } from './routes/invoices';
 import { previewRoutes } from './routes/previews';
+import { planSimulationRoutes } from './routes/plan-simulations';
 import { usageRoutes } from './routes/usage';
 import { usageAlertRoutes } from './routes/usage-alerts';
 import { healthRoutes } from './routes/health';
@@ -139,6 +140,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await scope.register(eventRoutes);
       await scope.register(invoiceRoutes);
       await scope.register(previewRoutes);
+      await scope.register(planSimulationRoutes);
       await scope.register(usageRoutes);
       await scope.register(usageAlertRoutes);
       await scope.register(creditNoteRoutes);

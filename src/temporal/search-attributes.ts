@@ -43,7 +43,16 @@ export const SEARCH_ATTRIBUTE_TYPES: ReadonlyArray<{ name: string; type: 'Keywor
 }));
 
 export type BillingEntityTypeValue =
-  'subscription' | 'invoice' | 'payment' | 'wallet' | 'dunning_campaign' | 'payment_request' | 'webhook' | 'diagnostic' | 'test_clock';
+  | 'subscription'
+  | 'invoice'
+  | 'payment'
+  | 'wallet'
+  | 'dunning_campaign'
+  | 'payment_request'
+  | 'webhook'
+  | 'diagnostic'
+  | 'test_clock'
+  | 'plan_simulation';
 
 /** What names an entity to an operator, beyond its internal ids (all optional). */
 export interface EntityLabels {

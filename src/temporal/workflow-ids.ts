@@ -13,4 +13,6 @@ export const workflowIds = {
   diagnostic: (id: string) => `diagnostic/${id}`,
   /** One advance of a test clock (a clock advances once at a time; each target is a new workflow). */
   testClockAdvance: (id: string, target: string) => `test-clock/${id}/advance/${target}`,
+  /** A plan simulation over several customers' past usage (POST /v1/plans/{id}/simulate). */
+  planSimulation: (id: string) => `plan-simulation/${id}`,
 } as const;

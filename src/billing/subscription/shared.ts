@@ -242,7 +242,7 @@ async function metricsWithEvents(ctx: StepContext, state: SubscriptionState, fro
 }
 
 /** A charge's lines: one per bucket that has events or an amount, and the minimum's true-up. */
-function chargeLines(usage: ChargeUsage): PricedFee[] {
+export function chargeLines(usage: ChargeUsage): PricedFee[] {
   const { charge, aggregations, fees } = usage;
   const lines: PricedFee[] = [];
   const push = (
