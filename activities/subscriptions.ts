@@ -1,12 +1,11 @@
 import { Context, heartbeat } from '@temporalio/activity';
 import type { Db } from '../src/db';
 import { activate, announce, endTrial } from '../src/billing/subscription/activation';
-import { closePeriod } from '../src/billing/subscription/boundary';
 import { cancel, terminate } from '../src/billing/subscription/ending';
 import { changePlan } from '../src/billing/subscription/plan-change';
 import { billEventsInAdvance, type InAdvanceResult } from '../src/billing/subscription/in-advance';
 import { checkThresholds } from '../src/billing/subscription/progressive';
-import { billUnbilledSegments, closePausedPeriod, pause, resume } from '../src/billing/subscription/pause';
+import { billPeriodEnd, pause, resume, withUnbilledSegments } from '../src/billing/subscription/pause';
 import { subscriptionBillingContext, type SubscriptionBillingDeps, type SubscriptionStepResult } from '../src/billing/subscription/shared';
 import { toSubscriptionResource, type SubscriptionResource } from '../src/resources/subscription';
 import type { OnTerminationAction, PlanSnapshot, SubscriptionState } from '../src/subscriptions/state';
@@ -24,19 +23,6 @@ async function alive<T>(step: () => Promise<T>): Promise<T> {
   } finally {
     clearInterval(timer);
   }
-}
-
-/** A step after which the period ends: first the active parts kept by pauses are billed (pause.ts). */
-async function withUnbilledSegments(
-  billing: ReturnType<typeof subscriptionBillingContext>,
-  state: SubscriptionState,
-  at: Date,
-  step: (state: SubscriptionState) => Promise<SubscriptionStepResult>,
-): Promise<SubscriptionStepResult> {
-  if ((state.unbilledSegments ?? []).length === 0) return step(state);
-  const billed = await billUnbilledSegments(billing, state, at);
-  const result = await step(billed.state);
-  return { ...result, invoiceIds: [...billed.invoiceIds, ...result.invoiceIds] };
 }
 
 /**
@@ -57,8 +43,7 @@ export function createSubscriptionActivities(db: Db, deps: SubscriptionBillingDe
       return alive(() => endTrial(billing, state, new Date(at)));
     },
     async billSubscriptionPeriod(state: SubscriptionState, boundary: string): Promise<SubscriptionStepResult> {
-      if (state.status === 'paused') return alive(() => closePausedPeriod(billing, state, new Date(boundary)));
-      return alive(() => withUnbilledSegments(billing, state, new Date(boundary), (s) => closePeriod(billing, s, new Date(boundary))));
+      return alive(() => billPeriodEnd(billing, state, new Date(boundary)));
     },
     async checkUsageThresholds(state: SubscriptionState, at: string): Promise<SubscriptionStepResult> {
       return alive(() => checkThresholds(billing, state, new Date(at)));

@@ -27,6 +27,7 @@ import type { PlanSnapshot, SubscriptionState } from '../subscriptions/state';
 import { couponUse, draftInvoice, settleDraft, settlementFields, type NewInvoice } from './invoices';
 import { activate, endTrial } from './subscription/activation';
 import { closePeriod } from './subscription/boundary';
+import { billPeriodEnd } from './subscription/pause';
 import { changePlan } from './subscription/plan-change';
 import { billKey, subscriptionBillingContext, type DryRun, type StepContext, type SubscriptionBillingDeps } from './subscription/shared';
 
@@ -204,9 +205,14 @@ function dryContext(db: Db, deps: SubscriptionBillingDeps, book: PreviewBook): S
 }
 
 /**
- * The invoices the current period of `state` ends with (its boundary step, run dry), when nothing
- * else happens before: the ended segment's usage, in arrear its base fee, in advance the next
- * period's. A pending subscription (or a new one): its first period's (see previewFirstPeriod).
+ * The invoices the current period of `state` ends with (its boundary step, billPeriodEnd, run dry),
+ * when nothing else happens before, in issue order: the active parts kept by pauses (one invoice
+ * each), then the ended segment's usage, in arrear its base fee, in advance the next period's (a
+ * scheduled downgrade, or units carried by in-advance charges, bill on invoices of their own).
+ * Paused: what the end of the period the pause began in issues (its active parts); none once that
+ * period has ended (`main` null: nothing is billed until the subscription is resumed).
+ * `main`: the ended segment's invoice, else the first. A pending subscription (or a new one): its
+ * first period's (see previewFirstPeriod).
  */
 export async function previewPeriodEnd(
   db: Db,
@@ -217,10 +223,11 @@ export async function previewPeriodEnd(
 ): Promise<PreviewResult & { main: PreviewedInvoice | null }> {
   if (state.status === 'pending') return previewFirstPeriod(db, deps, base, state, options);
   const book = new PreviewBook(db, base, options.coupons ?? []);
-  const period = state.currentPeriod!;
-  await closePeriod(dryContext(db, deps, book), state, new Date(period.to));
+  const period = state.currentPeriod;
+  if (!period) return { invoices: [], creditNotes: [], main: null };
+  await billPeriodEnd(dryContext(db, deps, book), state, new Date(period.to));
   // The period's own invoice: its segment's (with, in advance, the next period's base fee).
-  const segmentKey = billKey(state, state.plan, state.segmentFrom ?? period.from, 'subscription');
+  const segmentKey = state.status === 'paused' ? null : billKey(state, state.plan, state.segmentFrom ?? period.from, 'subscription');
   const main = book.invoices.find((i) => i.key === segmentKey) ?? book.invoices[0] ?? null;
   return { invoices: book.invoices, creditNotes: book.creditNotes, main };
 }
@@ -285,7 +292,7 @@ export async function previewPlanChange(
   }
   const boundary = new Date(period.to);
   const later = new PreviewBook(db, base, []);
-  await closePeriod(dryContext(db, deps, later), next, boundary);
+  await billPeriodEnd(dryContext(db, deps, later), next, boundary);
   return {
     change,
     effectiveAt: boundary,

@@ -41,6 +41,21 @@ export const invoicePreviewResource = invoiceResource
 
 export type InvoicePreviewResource = z.output<typeof invoicePreviewResource>;
 
+/**
+ * POST /v1/invoices/preview: the invoice (its fields at the top level, as before) and every invoice
+ * issued with it (`invoices`, in issue order, that invoice among them): a period end may issue
+ * several (the active parts kept by pauses, a downgrade's next base fee, carried in-advance units).
+ */
+export const invoicesPreviewResource = invoicePreviewResource
+  .extend({
+    invoices: z
+      .array(invoicePreviewResource)
+      .describe('every invoice issued at the same step as this one, in issue order (this one among them)'),
+  })
+  .meta({ id: 'InvoicesPreview' });
+
+export type InvoicesPreviewResource = z.output<typeof invoicesPreviewResource>;
+
 export function toInvoicePreviewResource(invoice: InvoiceDoc, fees: FeeDoc[]): InvoicePreviewResource {
   const full = toInvoiceResource(invoice, fees);
   return {

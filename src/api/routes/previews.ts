@@ -14,7 +14,7 @@ import { InvalidTransition, NotFound, Validation } from '../../errors';
 import { previewFirstPeriod, previewPeriodEnd, previewPlanChange, type PreviewedInvoice } from '../../billing/preview';
 import type { SubscriptionBillingDeps } from '../../billing/subscription/shared';
 import {
-  invoicePreviewResource,
+  invoicesPreviewResource,
   planChangePreviewResource,
   toCreditNotePreviewResource,
   toInvoicePreviewResource,
@@ -94,10 +94,9 @@ export const previewRoutes: FastifyPluginAsyncZod = async (app) => {
     return doc.workflow_state as unknown as SubscriptionState;
   }
 
-  /** What a preview cannot show: a subscription that bills no more, or none while paused. */
-  function refuseIfNotBilling(state: SubscriptionState): void {
+  /** What a preview cannot show: a subscription that bills no more. */
+  function refuseIfOver(state: SubscriptionState): void {
     if (isFinal(state.status)) throw new InvalidTransition(`The subscription is ${state.status}`);
-    if ((state.status as string) === 'paused') throw new InvalidTransition('The subscription is paused');
   }
 
   /** Coupons named in the request, as if applied to the customer now (the applied coupon's terms are the coupon's). */
@@ -137,6 +136,11 @@ export const previewRoutes: FastifyPluginAsyncZod = async (app) => {
   }
 
   const previewOf = (invoice: PreviewedInvoice) => toInvoicePreviewResource(invoice.invoice, invoice.fees);
+  /** `main` at the top level, and every invoice issued at the same instant (the same step), in issue order. */
+  const withSiblings = (main: PreviewedInvoice, all: PreviewedInvoice[]) => ({
+    ...previewOf(main),
+    invoices: all.filter((i) => i.invoice.finalized_at?.getTime() === main.invoice.finalized_at?.getTime()).map(previewOf),
+  });
 
   app.post(
     '/invoices/preview',
@@ -145,7 +149,7 @@ export const previewRoutes: FastifyPluginAsyncZod = async (app) => {
         tags: ['invoices', ...tags],
         summary: "The invoice a subscription's current period would end with, or a new subscription's first one; nothing is written",
         body: invoicePreviewBody,
-        response: responses({ 200: invoicePreviewResource }),
+        response: responses({ 200: invoicesPreviewResource }),
       },
     },
     async (request) => {
@@ -160,10 +164,13 @@ export const previewRoutes: FastifyPluginAsyncZod = async (app) => {
         const doc = await findSubscription(organizationId, body.subscription_id);
         if (doc.customer_id !== customer._id) throw new NotFound('Subscription not found', 'subscription_not_found');
         const state = await stateOf(doc);
-        refuseIfNotBilling(state);
-        const { main } = await previewPeriodEnd(db, deps, doc, state, { coupons });
+        refuseIfOver(state);
+        const { main, invoices } = await previewPeriodEnd(db, deps, doc, state, { coupons });
+        if (!main && state.status === 'paused' && !state.currentPeriod) {
+          throw new InvalidTransition('The subscription is paused and its period has ended: nothing is billed until it is resumed');
+        }
         if (!main) throw new InvalidTransition('The subscription bills nothing at its current period end');
-        return previewOf(main);
+        return withSiblings(main, invoices);
       }
 
       const plan = await findPlan(app, organizationId, body.plan_id!);
@@ -190,9 +197,9 @@ export const previewRoutes: FastifyPluginAsyncZod = async (app) => {
         jitterWindowMs: 0,
         progressiveCheckMs: (config.PROGRESSIVE_BILLING_CHECK_MINUTES ?? 60) * 60_000,
       });
-      const { main } = await previewFirstPeriod(db, deps, doc, state, { coupons });
+      const { main, invoices } = await previewFirstPeriod(db, deps, doc, state, { coupons });
       if (!main) throw new InvalidTransition('The subscription would bill nothing in its first period');
-      return previewOf(main);
+      return withSiblings(main, invoices);
     },
   );
 
@@ -212,7 +219,8 @@ export const previewRoutes: FastifyPluginAsyncZod = async (app) => {
       const doc = await findSubscription(organizationId, request.params.id);
       const target = await findPlan(app, organizationId, (request.body.new_plan_id ?? request.body.plan_id)!);
       const state = await stateOf(doc);
-      refuseIfNotBilling(state);
+      refuseIfOver(state);
+      if (state.status === 'paused') throw new InvalidTransition('The subscription is paused: resume it to change its plan');
       // The workflow's validator's refusals (workflows/subscription.ts, changePlan), answered alike.
       if (state.status !== 'active' || !state.currentPeriod) throw new InvalidTransition(`The subscription is ${state.status}`);
       if (state.endingAt !== null) throw new InvalidTransition('The subscription is canceled: its plan can no longer change');

@@ -9,6 +9,7 @@
 // the paused days are stored but never billed. In advance the unused base fee from the pause day
 // is credited at once, and resuming bills the rest of the period from the resume day.
 import { planChangeDay } from '../../domain/proration';
+import { closePeriod } from './boundary';
 import { iso } from '../../resources/format';
 import { periodFrom, type PeriodState, type SubscriptionState, type UnbilledSegment } from '../../subscriptions/state';
 import {
@@ -99,8 +100,16 @@ export async function billUnbilledSegments(
   for (const segment of segments) {
     const from = new Date(segment.from);
     const to = new Date(segment.to);
-    // Its own segment and period: progressive invoices and proration are those of that part.
-    const view: SubscriptionState = { ...state, plan: segment.plan, currentPeriod: segment.period, segmentFrom: segment.from };
+    // Its own segment and period: progressive invoices and proration are those of that part. The
+    // progressive invoices of the part are always looked up: a pause turns the checks off and
+    // forgets where they ran, so the state no longer tells whether the part had any.
+    const view: SubscriptionState = {
+      ...state,
+      plan: segment.plan,
+      currentPeriod: segment.period,
+      segmentFrom: segment.from,
+      progressive: { ...state.progressive, checkedFrom: segment.from },
+    };
     const lines = await segmentLines(ctx, view, segment.plan, segment.period, from, to, to, { baseFee: !state.payInAdvance });
     if (!lines || lines.fees.length === 0) continue;
     const key = `${billKey(state, segment.plan, from, 'subscription')}/paused`;
@@ -132,4 +141,27 @@ export async function closePausedPeriod(ctx: StepContext, state: SubscriptionSta
     await emit(ctx, next, subscription, 'subscription.plan_changed', step, boundary);
   }
   return { state: next, subscription, invoiceIds: billed.invoiceIds, creditNoteIds: [] };
+}
+
+/** A step after which the period ends (a boundary, a termination): first the active parts kept by pauses are billed. */
+export async function withUnbilledSegments(
+  ctx: StepContext,
+  state: SubscriptionState,
+  at: Date,
+  step: (state: SubscriptionState) => Promise<SubscriptionStepResult>,
+): Promise<SubscriptionStepResult> {
+  if ((state.unbilledSegments ?? []).length === 0) return step(state);
+  const billed = await billUnbilledSegments(ctx, state, at);
+  const result = await step(billed.state);
+  return { ...result, invoiceIds: [...billed.invoiceIds, ...result.invoiceIds] };
+}
+
+/**
+ * The current period's end (the boundary step, billSubscriptionPeriod): paused, the end of the
+ * period the pause began in (closePausedPeriod); otherwise the active parts kept by pauses, then
+ * the period's own close (closePeriod). Previews run it dry (src/billing/preview.ts).
+ */
+export async function billPeriodEnd(ctx: StepContext, state: SubscriptionState, boundary: Date): Promise<SubscriptionStepResult> {
+  if (state.status === 'paused') return closePausedPeriod(ctx, state, boundary);
+  return withUnbilledSegments(ctx, state, boundary, (s) => closePeriod(ctx, s, boundary));
 }

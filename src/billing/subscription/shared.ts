@@ -357,13 +357,18 @@ export async function progressiveInvoices(ctx: StepContext, subscriptionId: stri
     .lean();
 }
 
-/** What each earlier progressive invoice of the segment billed net of the ones before it. */
+/**
+ * What each earlier progressive invoice of the segment billed net of the ones before it: its fees
+ * and their taxes (the period's invoice taxes its full fees and takes this credit off after tax,
+ * billing-rules.md: so the taxes already billed are credited too, or they would be paid twice),
+ * less its own progressive credit. Its coupons stay the customer's discount: not taken off.
+ */
 export function progressiveCredits(invoices: InvoiceDoc[]) {
   return invoices.map((inv) => ({
     invoice_id: inv._id,
-    amount_cents: (fromDecimal128(inv.fees_amount_cents) ?? ZERO).minus(
-      fromDecimal128(inv.progressive_billing_credit_amount_cents) ?? ZERO,
-    ),
+    amount_cents: (fromDecimal128(inv.fees_amount_cents) ?? ZERO)
+      .plus(fromDecimal128(inv.tax_amount) ?? ZERO)
+      .minus(fromDecimal128(inv.progressive_billing_credit_amount_cents) ?? ZERO),
   }));
 }
 
