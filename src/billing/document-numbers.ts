@@ -1,9 +1,23 @@
 import type { Db } from '../db';
 import { isDuplicateKeyError } from '../db';
 
-/** Per (organization, kind): the last number this process took, and the tail of its queue of takers. */
-const sequences = new Map<string, { last: number | null; tail: Promise<unknown> }>();
+/** Per (organization, kind): the last number this process took, and the takers waiting for theirs. */
+interface Sequence {
+  last: number | null;
+  waiting: Taker[];
+  draining: boolean;
+}
+interface Taker {
+  input: NumberRequest;
+  resolve: (sequence: number) => void;
+  reject: (err: unknown) => void;
+}
+type NumberRequest = { organizationId: string; kind: string; documentId: string };
+
+const sequences = new Map<string, Sequence>();
 const MAX_SEQUENCES = 10_000;
+/** At most this many numbers in one insert. */
+const MAX_BATCH = 100;
 
 /**
  * Takes the next number of a per-organization sequence for a document, or returns the number the
@@ -14,28 +28,77 @@ const MAX_SEQUENCES = 10_000;
  *
  * Within a process the takers of one sequence queue up, and each starts from the number the one
  * before it took: one insert per number on a billing day instead of a race of every finalization
- * for the same maximum. The remembered number is never above the real maximum (numbers are never
- * removed), so a stale one only costs a refused insert and a fresh read: other processes (more
- * workers, the API) are still resolved by the unique index.
+ * for the same maximum. The takers that queued up while an insert ran take consecutive numbers in
+ * one insert (ordered: the numbers before a refused one are taken, the rest go one at a time). The
+ * remembered number is never above the real maximum (numbers are never removed), so a stale one
+ * only costs a refused insert and a fresh read: other processes (more workers, the API) are still
+ * resolved by the unique index.
  */
-export async function takeDocumentNumber(db: Db, input: { organizationId: string; kind: string; documentId: string }): Promise<number> {
+export function takeDocumentNumber(db: Db, input: NumberRequest): Promise<number> {
   const key = `${input.organizationId}|${input.kind}`;
   let entry = sequences.get(key);
   if (!entry) {
     if (sequences.size >= MAX_SEQUENCES) sequences.clear();
-    entry = { last: null, tail: Promise.resolve() };
+    entry = { last: null, waiting: [], draining: false };
     sequences.set(key, entry);
   }
-  const taken = entry.tail.then(() => take(db, input, entry));
-  entry.tail = taken.catch(() => undefined);
-  return taken;
+  const sequence = entry;
+  return new Promise<number>((resolve, reject) => {
+    sequence.waiting.push({ input, resolve, reject });
+    if (!sequence.draining) void drain(db, sequence);
+  });
 }
 
-async function take(
-  db: Db,
-  input: { organizationId: string; kind: string; documentId: string },
-  entry: { last: number | null },
-): Promise<number> {
+async function drain(db: Db, entry: Sequence): Promise<void> {
+  entry.draining = true;
+  try {
+    while (entry.waiting.length > 0) await takeBatch(db, entry.waiting.splice(0, MAX_BATCH), entry);
+  } finally {
+    entry.draining = false;
+  }
+}
+
+async function takeBatch(db: Db, batch: Taker[], entry: Sequence): Promise<void> {
+  let rest = batch;
+  if (entry.last !== null && batch.length > 1) {
+    const first = entry.last + 1;
+    let inserted = batch.length;
+    try {
+      await db.models.DocumentNumber.collection.insertMany(batch.map((taker, i) => numberDocument(taker.input, first + i)) as never[], {
+        ordered: true,
+      });
+    } catch (err) {
+      // Ordered: the numbers before the first refused one are taken. Any other failure: the
+      // takers find out one at a time (a number written before it is found by its document).
+      const firstRefused = (err as { writeErrors?: { index?: number }[] }).writeErrors?.[0]?.index;
+      inserted = isDuplicateKeyError(err) && typeof firstRefused === 'number' ? firstRefused : 0;
+    }
+    batch.slice(0, inserted).forEach((taker, i) => taker.resolve(first + i));
+    entry.last = inserted === batch.length ? first + inserted - 1 : null;
+    rest = batch.slice(inserted);
+  }
+  for (const taker of rest) {
+    try {
+      taker.resolve(await take(db, taker.input, entry));
+    } catch (err) {
+      taker.reject(err);
+    }
+  }
+}
+
+function numberDocument(input: NumberRequest, sequence: number) {
+  return {
+    _id: `${input.organizationId}|${input.kind}|${sequence}`,
+    organization_id: input.organizationId,
+    kind: input.kind,
+    document_id: input.documentId,
+    sequence,
+    created_at: new Date(),
+    updated_at: new Date(),
+  };
+}
+
+async function take(db: Db, input: NumberRequest, entry: { last: number | null }): Promise<number> {
   const { DocumentNumber } = db.models;
   const mine = { organization_id: input.organizationId, kind: input.kind, document_id: input.documentId };
   for (let attempt = 0; attempt < 1000; attempt++) {
@@ -49,13 +112,7 @@ async function take(
     }
     const sequence = entry.last + 1;
     try {
-      await DocumentNumber.collection.insertOne({
-        _id: `${input.organizationId}|${input.kind}|${sequence}`,
-        ...mine,
-        sequence,
-        created_at: new Date(),
-        updated_at: new Date(),
-      } as never);
+      await DocumentNumber.collection.insertOne(numberDocument(input, sequence) as never);
       entry.last = sequence;
       return sequence;
     } catch (err) {

@@ -9,6 +9,7 @@ import type { AppliedCouponDoc } from '../db/models/applied-coupon';
 import type { InvoiceDoc, InvoiceType } from '../db/models/invoice';
 import type { FeeDoc } from '../db/models/fee';
 import type { OrganizationDoc } from '../db/models/organization';
+import { CUSTOMER_READ_FLAGS, mayHave, readFlagsProjection, type CustomerReadFlags, type OrganizationReadFlags } from '../db/read-flags';
 import { applyCoupons, type AppliedCoupon, type CouponApplication } from '../domain/coupons';
 import { assembleInvoice, type AssembledFee, type AssembledInvoice, type PricedFee } from '../domain/invoice-assembly';
 import { Dec, nonNegative, roundCents } from '../domain/money';
@@ -16,7 +17,7 @@ import { invoiceDueDates, overdueAt } from '../domain/invoice-due';
 import { deterministicId, invoiceIdFor } from '../ids';
 import { fromDecimal128, toDecimal128 } from '../db/decimal';
 import type { TemporalClient } from '../temporal/client';
-import { emitEvent, type EmitDeps } from '../webhooks/emit-event';
+import { emitEvents, type EmitDeps } from '../webhooks/emit-event';
 import { applyCreditNotesToInvoice } from './credit-notes';
 import { draftInvoiceNumber, invoiceNumber, takeDocumentNumber } from './document-numbers';
 import { amountToSettle, recordSettlement, settledAmount } from './settlements';
@@ -25,6 +26,7 @@ export { amountToSettle };
 import { notifyInvoiceLeft, notifyOverdue } from '../payments/dunning';
 import { consumeWalletsForInvoice, settleWalletPurchase, type CreditInvoiceRequest } from './wallets';
 import { loadTaxSets } from '../usage/tax-sets';
+import { NO_TAXES } from '../domain/taxes';
 import { toInvoiceResource } from '../resources/invoice';
 import { clockOfCustomer, clockOfCustomerId, type ClockRef } from '../test-clocks/time';
 import { startInvoiceWorkflow } from '../../workflows/invoice.messages';
@@ -177,10 +179,14 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
   const byKey = { organization_id: input.organizationId, idempotency_key: input.idempotencyKey };
   const existing = await Invoice.findOne(byKey).lean();
   if (existing) {
+    // A retry: what the first attempt did not finish is done again (each part is idempotent),
+    // invoice.created included (it goes out with invoice.finalized when finalized at creation).
+    const finalizedAtCreation = input.finalizeAtCreation && existing.grace_period_days === 0;
     const current =
-      input.finalizeAtCreation && existing.status === 'draft' && existing.grace_period_days === 0
-        ? await finalizeInvoice(db, deps, existing._id, input.at)
+      finalizedAtCreation && (existing.status === 'draft' || existing.finalized_at)
+        ? await finalizeInvoice(db, deps, existing._id, input.at, { withCreatedEvent: true })
         : existing;
+    if (!finalizedAtCreation) await emitInvoiceEvents(db, deps, [{ invoice: current, type: 'invoice.created', at: input.at }]);
     await ensureInvoiceWorkflow(
       deps.temporal,
       current,
@@ -209,14 +215,18 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
   if (createdHere) countInvoiceIssued(invoice);
   // A new invoice's lines are the ones just written; one found by its key (a concurrent creation) is read.
   const created = createdHere ? (fees as FeeDoc[]) : undefined;
-  await emitInvoiceEvent(db, deps, invoice, 'invoice.created', input.at, created);
   if (input.finalizeAtCreation && invoice.status === 'draft' && invoice.grace_period_days === 0) {
+    // invoice.created goes out with invoice.finalized, in one write (emitInvoiceEvents).
     invoice = await finalizeDraft(db, deps, invoice, input.at, {
       organization,
+      customer,
       timezone: customer.timezone ?? organization.timezone,
       coupons,
+      createdEvent: { invoice, at: input.at },
       ...(created ? { fees: created } : {}),
     });
+  } else {
+    await emitInvoiceEvents(db, deps, [{ invoice, type: 'invoice.created', at: input.at }], { organization, fees: created });
   }
   const timezone = customer.timezone ?? organization.timezone ?? 'UTC';
   await ensureInvoiceWorkflow(
@@ -248,17 +258,22 @@ export async function draftInvoice(db: Db, input: NewInvoice) {
   if (!organization || !customer) throw new Error(`organization or customer of invoice ${input.idempotencyKey} not found`);
   const id = invoiceIdFor(input.organizationId, input.idempotencyKey);
   const [taxes, coupons, plan] = await Promise.all([
-    loadTaxSets(db, {
-      organizationId: input.organizationId,
-      customerId: input.customerId,
-      planId: input.planId ?? null,
-      chargeIds: input.fees.flatMap((f) => (f.charge_id ? [f.charge_id] : [])),
-      addOnIds: input.fees.flatMap((f) => (f.add_on_id ? [f.add_on_id] : [])),
-    }),
+    // An organization that never had a tax taxes nothing (src/db/read-flags.ts).
+    !mayHave(organization, 'has_taxes')
+      ? NO_TAXES
+      : loadTaxSets(db, {
+          organizationId: input.organizationId,
+          customerId: input.customerId,
+          planId: input.planId ?? null,
+          chargeIds: input.fees.flatMap((f) => (f.charge_id ? [f.charge_id] : [])),
+          addOnIds: input.fees.flatMap((f) => (f.add_on_id ? [f.add_on_id] : [])),
+        }),
     // A purchase of wallet credits is never discounted (nor credited, nor paid by a wallet: see finalizeInvoice).
     // Read as the finalization reads them for this invoice (a new one: the active ones), so that a
     // finalization at creation takes them from here.
-    input.invoiceType === 'credit' ? [] : appliedCouponsOf(db, input.organizationId, input.customerId, id),
+    input.invoiceType === 'credit' || !mayHave(customer, 'has_applied_coupons')
+      ? []
+      : appliedCouponsOf(db, input.organizationId, input.customerId, id),
     // The plan as billed, for explanations (its charges are on the fees' basis).
     input.plan ??
       (input.planId ? db.models.Plan.findById(input.planId, { code: 1, name: 1, interval: 1, amount_cents: 1, currency: 1 }).lean() : null),
@@ -420,23 +435,39 @@ async function ensureInvoiceWorkflow(
   }
 }
 
-async function emitInvoiceEvent(
+type InvoiceEventType = 'invoice.created' | 'invoice.finalized' | 'invoice.paid' | 'invoice.voided' | 'invoice.payment_overdue';
+
+/** An invoice's event: the invoice as its payload shows it, and when it happened. */
+interface InvoiceEvent {
+  invoice: InvoiceDoc;
+  type: InvoiceEventType;
+  at: Date;
+}
+
+/**
+ * Events of one invoice that happen together (created and finalized at once), in their order:
+ * one write and one read of the endpoints for all (emitEvents). `known` spares reads: the invoice's
+ * fees, and the organization's read flags (no endpoint ever: no delivery to look for).
+ */
+async function emitInvoiceEvents(
   db: Db,
   deps: EmitDeps,
-  invoice: InvoiceDoc,
-  type: 'invoice.created' | 'invoice.finalized' | 'invoice.paid' | 'invoice.voided' | 'invoice.payment_overdue',
-  at: Date,
-  known?: FeeDoc[],
-) {
-  const fees = known ?? (await db.models.Fee.find({ invoice_id: invoice._id }).sort({ key: 1 }).lean());
-  await emitEvent(deps, {
-    organizationId: invoice.organization_id,
-    type,
-    idempotencyKey: `invoice/${invoice._id}/${type}`,
-    object: toInvoiceResource(invoice, fees),
-    occurredAt: at,
-    customerId: invoice.customer_id,
-  });
+  events: InvoiceEvent[],
+  known: { fees?: FeeDoc[] | undefined; organization?: OrganizationReadFlags } = {},
+): Promise<void> {
+  const fees = known.fees ?? (await db.models.Fee.find({ invoice_id: events[0]!.invoice._id }).sort({ key: 1 }).lean());
+  await emitEvents(
+    deps,
+    events.map(({ invoice, type, at }) => ({
+      organizationId: invoice.organization_id,
+      type,
+      idempotencyKey: `invoice/${invoice._id}/${type}`,
+      object: toInvoiceResource(invoice, fees),
+      occurredAt: at,
+      customerId: invoice.customer_id,
+    })),
+    { organization: known.organization ?? null },
+  );
 }
 
 /**
@@ -445,20 +476,33 @@ async function emitInvoiceEvent(
  * coupons' consumption, invoice.finalized; a total of zero is paid at once. Idempotent at every
  * step: the number, the credits and the consumptions are all keyed by the invoice.
  */
-export async function finalizeInvoice(db: Db, deps: InvoiceDeps, invoiceId: string, at: Date): Promise<InvoiceDoc> {
+export async function finalizeInvoice(
+  db: Db,
+  deps: InvoiceDeps,
+  invoiceId: string,
+  at: Date,
+  /** withCreatedEvent: an invoice finalized at its creation, whose invoice.created goes out with invoice.finalized. */
+  options: { withCreatedEvent?: boolean } = {},
+): Promise<InvoiceDoc> {
   const { Customer, Invoice, Organization } = db.models;
   const invoice = await Invoice.findById(invoiceId).lean();
   if (!invoice) throw new Error(`invoice ${invoiceId} not found`);
   if (invoice.deleted_at) return invoice;
+  const createdEvent = options.withCreatedEvent ? { invoice, at: invoice.created_at } : undefined;
   // A retry after a crash between the status change and what follows it: do what follows again
   // (each consequence is idempotent), so nothing is lost.
-  if (invoice.status !== 'draft') return invoice.finalized_at ? afterFinalization(db, deps, invoice, at) : invoice;
+  if (invoice.status !== 'draft') return invoice.finalized_at ? afterFinalization(db, deps, invoice, at, { createdEvent }) : invoice;
   const [organization, customer] = await Promise.all([
     Organization.findById(invoice.organization_id).lean(),
-    Customer.findById(invoice.customer_id, { timezone: 1 }).lean(),
+    Customer.findById(invoice.customer_id, { timezone: 1, ...readFlagsProjection(CUSTOMER_READ_FLAGS) }).lean(),
   ]);
   if (!organization) throw new Error(`organization of invoice ${invoiceId} not found`);
-  return finalizeDraft(db, deps, invoice, at, { organization, timezone: customer?.timezone ?? organization.timezone });
+  return finalizeDraft(db, deps, invoice, at, {
+    organization,
+    customer,
+    timezone: customer?.timezone ?? organization.timezone,
+    createdEvent,
+  });
 }
 
 /**
@@ -467,10 +511,14 @@ export async function finalizeInvoice(db: Db, deps: InvoiceDeps, invoiceId: stri
  * appliedCouponsOf gives them for this invoice, and its fees.
  */
 interface DraftContext {
-  organization: Pick<OrganizationDoc, 'document_number_prefix'>;
+  organization: Pick<OrganizationDoc, 'document_number_prefix'> & OrganizationReadFlags;
+  /** Its read flags: what it never had is not looked for (src/db/read-flags.ts). */
+  customer: CustomerReadFlags | null;
   timezone: string;
   coupons?: AppliedCoupon[];
   fees?: FeeDoc[];
+  /** The invoice as created, when its invoice.created goes out with invoice.finalized. */
+  createdEvent?: { invoice: InvoiceDoc; at: Date } | undefined;
 }
 
 async function finalizeDraft(db: Db, deps: InvoiceDeps, invoice: InvoiceDoc, at: Date, known: DraftContext): Promise<InvoiceDoc> {
@@ -486,9 +534,15 @@ async function finalizeDraft(db: Db, deps: InvoiceDeps, invoice: InvoiceDoc, at:
   // coupons were a preview; what is due is recomputed with the ones this finalization claimed.
   const scope = { organizationId: invoice.organization_id, customerId: invoice.customer_id, currency: invoice.currency, invoiceId, at };
   const settled = await settleDraft(invoice, {
-    coupons: () => claimCoupons(db, invoice, at, known.coupons),
-    creditNotes: async (due) => (await applyCreditNotesToInvoice(db, { ...scope, amountCents: due })).totalCents,
-    wallets: async (due) => (await consumeWalletsForInvoice(db, { ...scope, amountCents: due }, deps)).totalCents,
+    coupons: () => claimCoupons(db, invoice, at, mayHave(known.customer, 'has_applied_coupons') ? known.coupons : []),
+    creditNotes: async (due) =>
+      mayHave(known.customer, 'has_credit_notes')
+        ? (await applyCreditNotesToInvoice(db, { ...scope, amountCents: due })).totalCents
+        : new Dec(0),
+    wallets: async (due) =>
+      mayHave(known.customer, 'has_wallets')
+        ? (await consumeWalletsForInvoice(db, { ...scope, amountCents: due }, deps)).totalCents
+        : new Dec(0),
   });
   const paid = settled.paid;
 
@@ -510,7 +564,7 @@ async function finalizeDraft(db: Db, deps: InvoiceDeps, invoice: InvoiceDoc, at:
   ).lean();
   // Counted by the status change only (a retried activity finds the invoice finalized: null here).
   if (finalized) countInvoiceFinalized(finalized);
-  return afterFinalization(db, deps, finalized ?? (await Invoice.findById(invoiceId).lean())!, at, known.fees);
+  return afterFinalization(db, deps, finalized ?? (await Invoice.findById(invoiceId).lean())!, at, known);
 }
 
 /** Where finalization takes what it subtracts from: each returns what it took (a preview only reads). */
@@ -574,12 +628,24 @@ export function settlementFields(settled: Settlement) {
 }
 
 /** What follows the status change of finalization; idempotent, so a retry may run it again. */
-async function afterFinalization(db: Db, deps: InvoiceDeps, invoice: InvoiceDoc, at: Date, fees?: FeeDoc[]): Promise<InvoiceDoc> {
+async function afterFinalization(
+  db: Db,
+  deps: InvoiceDeps,
+  invoice: InvoiceDoc,
+  at: Date,
+  known: Partial<Pick<DraftContext, 'organization' | 'fees' | 'createdEvent'>>,
+): Promise<InvoiceDoc> {
   const finalizedAt = invoice.finalized_at ?? at;
   // Claimed before the status change already; an invoice finalized before claims existed records
   // its uses here (each use carries the invoice as a marker, so this is a no-op otherwise).
   for (const used of invoice.applied_coupons) await consumeCoupon(db, invoice._id, used.applied_coupon_id, finalizedAt);
-  await emitInvoiceEvent(db, deps, invoice, 'invoice.finalized', finalizedAt, fees);
+  const finalizedEvent: InvoiceEvent = { invoice, type: 'invoice.finalized', at: finalizedAt };
+  await emitInvoiceEvents(
+    db,
+    deps,
+    known.createdEvent ? [{ ...known.createdEvent, type: 'invoice.created' }, finalizedEvent] : [finalizedEvent],
+    { fees: known.fees, ...(known.organization ? { organization: known.organization } : {}) },
+  );
   // Covered at finalization (coupons, credit notes, wallets): paid with it.
   if (invoice.status === 'paid' && invoice.paid_at && invoice.paid_at.getTime() === finalizedAt.getTime()) {
     await afterPaid(db, deps, invoice, finalizedAt);
@@ -597,7 +663,7 @@ async function afterPaid(db: Db, deps: InvoiceDeps, invoice: InvoiceDoc, at: Dat
     { invoice_id: invoice._id, payment_status: { $in: ['pending', 'failed'] } },
     { $set: { payment_status: 'succeeded' } },
   );
-  await emitInvoiceEvent(db, deps, invoice, 'invoice.paid', invoice.paid_at ?? at);
+  await emitInvoiceEvents(db, deps, [{ invoice, type: 'invoice.paid', at: invoice.paid_at ?? at }]);
   await settleWalletPurchase(deps, invoice, at);
   await notifyInvoiceLeft(db, deps.temporal, invoice);
 }
@@ -766,7 +832,7 @@ export async function voidInvoice(db: Db, deps: InvoiceDeps, invoiceId: string, 
   ).lean();
   const current = voided ?? (await db.models.Invoice.findById(invoiceId).lean())!;
   if (current.status === 'voided') {
-    await emitInvoiceEvent(db, deps, current, 'invoice.voided', current.voided_at ?? at);
+    await emitInvoiceEvents(db, deps, [{ invoice: current, type: 'invoice.voided', at: current.voided_at ?? at }]);
     await notifyInvoiceLeft(db, deps.temporal, current);
   }
   return current;
@@ -791,7 +857,7 @@ export async function markInvoiceOverdue(db: Db, deps: InvoiceDeps, invoiceId: s
   ).lean();
   const current = overdue ?? (await db.models.Invoice.findById(invoiceId).lean())!;
   if (current.status === 'finalized' && current.payment_overdue) {
-    await emitInvoiceEvent(db, deps, current, 'invoice.payment_overdue', at);
+    await emitInvoiceEvents(db, deps, [{ invoice: current, type: 'invoice.payment_overdue', at }]);
     // The customer's dunning campaign, if one governs it, looks at its overdue invoices.
     await notifyOverdue(db, deps.temporal, current);
   }

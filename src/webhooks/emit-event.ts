@@ -4,6 +4,7 @@ import { isDuplicateKeyError } from '../db';
 import type { LifecycleEventDoc } from '../db/models/lifecycle-event';
 import type { WebhookEventType } from '../domain/webhook-schedule';
 import { deterministicId } from '../ids';
+import { mayHave, type OrganizationReadFlags } from '../db/read-flags';
 import { toLifecycleEventPayload, type LifecycleEventPayload } from '../resources/lifecycle-event';
 import type { TemporalClient } from '../temporal/client';
 import type { WebhookDoc } from '../db/models/webhook';
@@ -45,82 +46,111 @@ export function deliveryIdFor(eventId: string, endpointId: string): string {
  * the event and delivery ids are derived from the idempotency key, unique indexes refuse
  * duplicates, and a delivery workflow that already ran is not started again.
  */
-export async function emitEvent(deps: EmitDeps, input: EmitEventInput): Promise<EmittedEvent> {
-  const { LifecycleEvent, Webhook, WebhookEndpoint } = deps.models;
-  const eventId = deterministicId(`event/${input.organizationId}/${input.idempotencyKey}`);
+export async function emitEvent(deps: EmitDeps, input: EmitEventInput, known?: KnownOrganization): Promise<EmittedEvent> {
+  return (await emitEvents(deps, [input], known))[0]!;
+}
 
-  let event: LifecycleEventDoc | null = null;
+/** What the caller already read of the organization: an explicit has_webhook_endpoints false spares the endpoints' read. */
+export interface KnownOrganization {
+  organization?: OrganizationReadFlags | null;
+}
+
+/**
+ * Several events of one organization that happen together (an invoice created and finalized at
+ * once), in their order: one write for the events and one read of the endpoints for all of them.
+ */
+export async function emitEvents(deps: EmitDeps, inputs: EmitEventInput[], known?: KnownOrganization): Promise<EmittedEvent[]> {
+  const { LifecycleEvent, Webhook, WebhookEndpoint } = deps.models;
+  if (inputs.length === 0) return [];
+  const organizationId = inputs[0]!.organizationId;
+  if (inputs.some((input) => input.organizationId !== organizationId)) throw new Error('emitEvents: events of one organization only');
+  const eventIds = inputs.map((input) => deterministicId(`event/${input.organizationId}/${input.idempotencyKey}`));
+  const docs = inputs.map((input, i) => ({
+    _id: eventIds[i]!,
+    organization_id: input.organizationId,
+    type: input.type,
+    object: input.object,
+    occurred_at: input.occurredAt,
+  }));
+
+  let events: (LifecycleEventDoc | undefined)[];
   try {
-    event = (
-      await LifecycleEvent.create({
-        _id: eventId,
-        organization_id: input.organizationId,
-        type: input.type,
-        object: input.object,
-        occurred_at: input.occurredAt,
-      })
-    ).toObject();
+    const written = await LifecycleEvent.insertMany(docs, { ordered: false });
+    const byId = new Map(written.map((doc) => [doc._id, doc.toObject() as LifecycleEventDoc]));
+    events = eventIds.map((id) => byId.get(id));
   } catch (err) {
     if (!isDuplicateKeyError(err)) throw err;
     // A retry: keep what the first attempt wrote, so every delivery carries the same payload.
-    event = await LifecycleEvent.findById(eventId).lean();
+    const stored = await LifecycleEvent.find({ _id: { $in: eventIds } }).lean();
+    const byId = new Map(stored.map((doc) => [doc._id, doc]));
+    events = eventIds.map((id) => byId.get(id));
   }
-  if (!event) throw new Error(`lifecycle event ${eventId} vanished`);
+  const missing = eventIds.find((_, i) => !events[i]);
+  if (missing) throw new Error(`lifecycle event ${missing} vanished`);
 
-  const endpoints = await WebhookEndpoint.find(
-    {
-      organization_id: input.organizationId,
-      deleted_at: null,
-      status: 'active',
-      $or: [{ event_types: { $size: 0 } }, { event_types: input.type }],
-    },
-    { _id: 1, url: 1 },
-  ).lean();
+  const types = [...new Set(inputs.map((input) => input.type))];
+  const endpoints = !mayHave(known?.organization, 'has_webhook_endpoints')
+    ? []
+    : await WebhookEndpoint.find(
+        {
+          organization_id: organizationId,
+          deleted_at: null,
+          status: 'active',
+          $or: [{ event_types: { $size: 0 } }, { event_types: { $in: types } }],
+        },
+        { _id: 1, url: 1, event_types: 1 },
+      ).lean();
   // The customer's external id names the deliveries to an operator: one read, only when there are some.
+  const customerId = inputs.find((input) => input.customerId)?.customerId;
   const customerExternalId =
-    endpoints.length > 0 && input.customerId
-      ? ((await deps.models.Customer.findById(input.customerId, { external_id: 1 }).lean())?.external_id ?? null)
+    endpoints.length > 0 && customerId
+      ? ((await deps.models.Customer.findById(customerId, { external_id: 1 }).lean())?.external_id ?? null)
       : null;
 
-  const payload = toLifecycleEventPayload(event);
-  const deliveryIds: string[] = [];
-  for (const endpoint of endpoints) {
-    const deliveryId = deliveryIdFor(eventId, endpoint._id);
-    deliveryIds.push(deliveryId);
-    await Webhook.updateOne(
-      { _id: deliveryId },
-      {
-        $setOnInsert: {
-          organization_id: input.organizationId,
-          webhook_endpoint_id: endpoint._id,
-          event_id: eventId,
-          webhook_type: input.type,
-          payload,
-          status: 'pending',
+  const emitted: EmittedEvent[] = [];
+  for (const [i, input] of inputs.entries()) {
+    const eventId = eventIds[i]!;
+    const payload = toLifecycleEventPayload(events[i]!);
+    const deliveryIds: string[] = [];
+    for (const endpoint of endpoints.filter((e) => e.event_types.length === 0 || e.event_types.includes(input.type))) {
+      const deliveryId = deliveryIdFor(eventId, endpoint._id);
+      deliveryIds.push(deliveryId);
+      await Webhook.updateOne(
+        { _id: deliveryId },
+        {
+          $setOnInsert: {
+            organization_id: input.organizationId,
+            webhook_endpoint_id: endpoint._id,
+            event_id: eventId,
+            webhook_type: input.type,
+            payload,
+            status: 'pending',
+          },
         },
-      },
-      { upsert: true },
-    ).catch((err: unknown) => {
-      if (!isDuplicateKeyError(err)) throw err;
-    });
-    await startDelivery(
-      deps.temporal,
-      {
-        deliveryId,
-        organizationId: input.organizationId,
-        customerId: input.customerId ?? null,
-        labels: {
-          eventType: input.type,
-          endpointHost: endpointHostOf(endpoint.url),
-          endpointId: endpoint._id,
-          eventId,
-          customerExternalId,
+        { upsert: true },
+      ).catch((err: unknown) => {
+        if (!isDuplicateKeyError(err)) throw err;
+      });
+      await startDelivery(
+        deps.temporal,
+        {
+          deliveryId,
+          organizationId: input.organizationId,
+          customerId: input.customerId ?? null,
+          labels: {
+            eventType: input.type,
+            endpointHost: endpointHostOf(endpoint.url),
+            endpointId: endpoint._id,
+            eventId,
+            customerExternalId: input.customerId === customerId ? customerExternalId : null,
+          },
         },
-      },
-      'first',
-    );
+        'first',
+      );
+    }
+    emitted.push({ eventId, deliveryIds });
   }
-  return { eventId, deliveryIds };
+  return emitted;
 }
 
 /**

@@ -3,16 +3,23 @@
 // one insert per number; numbers taken elsewhere (another worker, the API) are found through the
 // unique index, never skipped, never given twice.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { connectDb, type Db } from '../../src/db';
 import { takeDocumentNumber } from '../../src/billing/document-numbers';
 import { createTestStack, type TestStack } from '../support/stack';
 
 let stack: TestStack;
+/** The stack's database through a connection that reports its commands (the driver's command monitoring). */
+let monitored: Db;
 
 beforeAll(async () => {
   stack = await createTestStack();
+  monitored = await connectDb(`${inject('mongoUrl')}/${stack.db.connection.name}`, { maxPoolSize: 4, monitorCommands: true });
 });
-afterAll(async () => stack?.close());
+afterAll(async () => {
+  await monitored?.close();
+  await stack?.close();
+});
 
 const take = (organizationId: string, documentId: string, kind = 'invoice') =>
   takeDocumentNumber(stack.db, { organizationId, kind, documentId });
@@ -59,5 +66,39 @@ describe('takeDocumentNumber', () => {
     expect(await take(b, randomUUID())).toBe(1);
     expect(await take(a, randomUUID(), 'credit_note:20261126')).toBe(1);
     expect(await take(a, randomUUID())).toBe(2);
+  });
+
+  it('takers that queued up together share one insert; a number taken elsewhere or a retried document in the batch costs only the rest their batch', async () => {
+    const org = randomUUID();
+    const { DocumentNumber } = stack.db.models;
+    // Every taker here goes through the monitored connection: a queue drains through the connection of the taker that started it.
+    const takeMonitored = (documentId: string) => takeDocumentNumber(monitored, { organizationId: org, kind: 'invoice', documentId });
+    await takeMonitored(randomUUID()); // this process remembers 1
+    const commands: string[] = [];
+    const client = monitored.connection.getClient();
+    const onStart = (event: { commandName: string; command: Record<string, unknown> }) => {
+      if (event.command['insert'] === 'document_numbers') commands.push(event.commandName);
+    };
+    client.on('commandStarted', onStart);
+    try {
+      // 20 takers arrive together: one or two inserts (who arrived while an insert ran goes in the next one), not 20.
+      const numbers = await Promise.all(Array.from({ length: 20 }, () => takeMonitored(randomUUID())));
+      expect(commands.length).toBeGreaterThanOrEqual(1);
+      expect([...numbers].sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i + 2));
+      expect(commands.length).toBeLessThanOrEqual(2);
+    } finally {
+      client.off('commandStarted', onStart);
+    }
+    // Another process takes 22 and 23; a document numbered before (7) retries among 5 new ones:
+    // the batch's first insert is refused at its first row, everyone ends with a right number.
+    await takeElsewhere(org, randomUUID(), 22);
+    await takeElsewhere(org, randomUUID(), 23);
+    const seventh = (await DocumentNumber.findOne({ organization_id: org, sequence: 7 }).lean())!.document_id;
+    const fresh = Array.from({ length: 5 }, () => randomUUID());
+    const [blocker, ...rest] = await Promise.all([take(org, randomUUID()), take(org, seventh), ...fresh.map((d) => take(org, d))]);
+    expect(rest[0]).toBe(7);
+    expect([blocker!, ...rest.slice(1)].sort((a, b) => a - b)).toEqual([24, 25, 26, 27, 28, 29]);
+    const rows = await DocumentNumber.find({ organization_id: org }, { sequence: 1 }).lean();
+    expect(rows.map((r) => r.sequence).sort((a, b) => a - b)).toEqual(Array.from({ length: 29 }, (_, i) => i + 1));
   });
 });

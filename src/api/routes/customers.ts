@@ -9,6 +9,7 @@ import { findLive, listPage, live, notFound, softDelete, updateLive } from '../c
 import { currencyCode, email, ianaTimezone, idParams, listQuery, responses } from '../http';
 import { customerResource, toCustomerResource } from '../../resources/customer';
 import { providerCodes } from '../../payments/providers/types';
+import { newCustomerReadFlags } from '../../db/read-flags';
 
 const billingMetadata = z
   .record(z.string().min(1).max(255), z.union([z.string().max(1000), z.number(), z.boolean()]))
@@ -96,7 +97,9 @@ export const customerRoutes: FastifyPluginAsyncZod = async (app) => {
         currency = org?.default_currency ?? 'USD';
       }
       try {
-        const customer = (await Customer.create({ ...body, currency, organization_id: request.organizationId })).toObject();
+        const customer = (
+          await Customer.create({ ...body, currency, organization_id: request.organizationId, ...newCustomerReadFlags() })
+        ).toObject();
         const resource = toCustomerResource(customer);
         // A test clock's customer is announced at the clock's time, like everything of it.
         const occurredAt = await customerNow(app.deps.db, customer, customer.created_at);

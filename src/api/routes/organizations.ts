@@ -13,6 +13,7 @@ import {
   toOrganizationResource,
 } from '../../resources/organization';
 import { API_KEY_PREFIX, bearerToken, hashApiKey } from '../plugins/auth';
+import { newOrganizationReadFlags } from '../../db/read-flags';
 
 const optionalText = (max: number) => z.string().max(max).nullable().optional();
 
@@ -98,6 +99,7 @@ export const signupRoutes: FastifyPluginAsyncZod = async (app) => {
       const organization = await Organization.create({
         ...body,
         document_number_prefix: body.document_number_prefix ?? defaultDocumentPrefix(body.name),
+        ...newOrganizationReadFlags(),
       });
       const rawKey = generateRawKey();
       const key = await ApiKey.create({

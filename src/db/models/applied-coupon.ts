@@ -1,6 +1,7 @@
 import { Schema, type Types } from 'mongoose';
 import type { AppliedCouponStatus, CouponFrequency, CouponType } from '../../domain/coupons';
 import { collectionOptions, Decimal128, uuidId, type BaseDoc } from '../base';
+import { setsReadFlag } from '../read-flags';
 
 /**
  * A customer's use of a coupon. Its terms are copied from the coupon when it is applied (with the
@@ -57,3 +58,6 @@ export const appliedCouponSchema = new Schema<AppliedCouponDoc>(
 appliedCouponSchema.index({ exclusive_key: 1 }, { unique: true });
 appliedCouponSchema.index({ organization_id: 1, customer_id: 1, created_at: -1, _id: -1 });
 appliedCouponSchema.index({ organization_id: 1, coupon_id: 1, status: 1 });
+
+// Billing reads these only for an owner whose flag says it may have some (src/db/read-flags.ts).
+setsReadFlag(appliedCouponSchema, { model: 'Customer', key: 'customer_id', flag: 'has_applied_coupons' });

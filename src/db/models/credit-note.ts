@@ -1,5 +1,6 @@
 import { Schema, type Types } from 'mongoose';
 import { collectionOptions, Decimal128, uuidId, type BaseDoc } from '../base';
+import { setsReadFlag } from '../read-flags';
 
 export type CreditNoteStatus = 'draft' | 'finalized' | 'voided';
 
@@ -110,3 +111,6 @@ creditNoteSchema.index({ organization_id: 1, created_at: -1, _id: -1 });
 // Application at invoice finalization: the customer's finalized notes in a currency, oldest first.
 creditNoteSchema.index({ organization_id: 1, customer_id: 1, currency: 1, status: 1, created_at: 1 });
 creditNoteSchema.index({ organization_id: 1, invoice_id: 1 });
+
+// Billing reads these only for an owner whose flag says it may have some (src/db/read-flags.ts).
+setsReadFlag(creditNoteSchema, { model: 'Customer', key: 'customer_id', flag: 'has_credit_notes' });

@@ -1,9 +1,10 @@
 import { Schema, type QueryFilter } from 'mongoose';
 import { collectionOptions, uuidId, type BaseDoc } from '../base';
+import { CUSTOMER_READ_FLAGS, readFlagFields, type CustomerReadFlags } from '../read-flags';
 
 export type BillingMetadata = Record<string, string | number | boolean>;
 
-export interface CustomerDoc extends BaseDoc {
+export interface CustomerDoc extends BaseDoc, CustomerReadFlags {
   organization_id: string;
   external_id: string;
   name: string | null;
@@ -50,6 +51,8 @@ export const customerSchema = new Schema<CustomerDoc>(
     applied_dunning_campaign_id: { type: String, default: null },
     exclude_from_dunning_campaign: { type: Boolean, default: false },
     deleted_at: { type: Date, default: null },
+    // Whether it ever had an applied coupon, a credit note, a wallet (src/db/read-flags.ts).
+    ...readFlagFields(CUSTOMER_READ_FLAGS),
   },
   { ...collectionOptions<CustomerDoc>('customers'), minimize: false },
 );

@@ -1,7 +1,8 @@
 import { Schema } from 'mongoose';
 import { collectionOptions, uuidId, type BaseDoc } from '../base';
+import { ORGANIZATION_READ_FLAGS, readFlagFields, type OrganizationReadFlags } from '../read-flags';
 
-export interface OrganizationDoc extends BaseDoc {
+export interface OrganizationDoc extends BaseDoc, OrganizationReadFlags {
   name: string;
   default_currency: string;
   timezone: string;
@@ -39,6 +40,8 @@ export const organizationSchema = new Schema<OrganizationDoc>(
     state: optionalString,
     country: optionalString,
     events_rate_limit_per_minute: { type: Number, required: true },
+    // Whether it ever had a tax, a webhook endpoint (src/db/read-flags.ts).
+    ...readFlagFields(ORGANIZATION_READ_FLAGS),
   },
   collectionOptions<OrganizationDoc>('organizations'),
 );

@@ -1,5 +1,6 @@
 import { Schema, type Types } from 'mongoose';
 import { collectionOptions, Decimal128, uuidId, type BaseDoc } from '../base';
+import { setsReadFlag } from '../read-flags';
 
 export interface TaxDoc extends BaseDoc {
   organization_id: string;
@@ -35,3 +36,6 @@ taxSchema.index({ organization_id: 1, code: 1, deleted_at: 1 }, { unique: true }
 taxSchema.index({ organization_id: 1, deleted_at: 1, created_at: -1, _id: -1 });
 // Invoice assembly reads the organization-level taxes.
 taxSchema.index({ organization_id: 1, applied_to_organization: 1, deleted_at: 1 });
+
+// Billing reads these only for an owner whose flag says it may have some (src/db/read-flags.ts).
+setsReadFlag(taxSchema, { model: 'Organization', key: 'organization_id', flag: 'has_taxes' });

@@ -1,6 +1,7 @@
 import { Schema, type Types } from 'mongoose';
 import type { RuleInterval } from '../../domain/wallet-rules';
 import { collectionOptions, Decimal128, uuidId, type BaseDoc } from '../base';
+import { setsReadFlag } from '../read-flags';
 
 export type WalletStatusValue = 'active' | 'terminated';
 
@@ -182,3 +183,6 @@ walletSchema.index({ organization_id: 1, customer_id: 1, code_slot: 1 }, { uniqu
 // Consumption: the customer's active wallets in one currency.
 walletSchema.index({ organization_id: 1, customer_id: 1, status: 1, currency: 1 });
 walletSchema.index({ organization_id: 1, created_at: -1, _id: -1 });
+
+// Billing reads these only for an owner whose flag says it may have some (src/db/read-flags.ts).
+setsReadFlag(walletSchema, { model: 'Customer', key: 'customer_id', flag: 'has_wallets' });

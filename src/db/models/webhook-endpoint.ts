@@ -1,5 +1,6 @@
 import { Schema } from 'mongoose';
 import { collectionOptions, uuidId, type BaseDoc } from '../base';
+import { setsReadFlag } from '../read-flags';
 
 export interface WebhookEndpointDoc extends BaseDoc {
   organization_id: string;
@@ -32,3 +33,6 @@ export const webhookEndpointSchema = new Schema<WebhookEndpointDoc>(
 
 webhookEndpointSchema.index({ organization_id: 1, deleted_at: 1, status: 1 });
 webhookEndpointSchema.index({ organization_id: 1, created_at: -1, _id: -1 });
+
+// Billing reads these only for an owner whose flag says it may have some (src/db/read-flags.ts).
+setsReadFlag(webhookEndpointSchema, { model: 'Organization', key: 'organization_id', flag: 'has_webhook_endpoints' });
