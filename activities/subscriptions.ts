@@ -55,7 +55,11 @@ export function createSubscriptionActivities(db: Db, deps: SubscriptionBillingDe
       return alive(() => cancel(billing, state, new Date(at), action));
     },
     async terminateSubscription(state: SubscriptionState, at: string, action?: OnTerminationAction): Promise<SubscriptionStepResult> {
-      return alive(() => withUnbilledSegments(billing, state, new Date(at), (s) => terminate(billing, s, new Date(at), action)));
+      return alive(() =>
+        withUnbilledSegments(billing, state, new Date(at), action ?? state.onTerminationAction, (s) =>
+          terminate(billing, s, new Date(at), action),
+        ),
+      );
     },
     async pauseSubscription(state: SubscriptionState, at: string): Promise<SubscriptionStepResult> {
       return alive(() => pause(billing, state, new Date(at)));

@@ -3,7 +3,7 @@
 //
 // - Hypothetical units (simulatePlanUnits): one full billing period of the plan with the given
 //   units per billable metric: the base fee line (baseFeeLine), each charge's lines from the charge
-//   model (computeChargeFees, chargeLines), the invoice through the subscription steps' own `issue`
+//   model (chargeFeesOf, chargeLines), the invoice through the subscription steps' own `issue`
 //   (commitment true-up), taxed and discounted by the invoice engine.
 // - Past usage (simulatePastUsage): for each invoiced billing step of a customer's subscriptions
 //   (a period end, the activation or trial end in advance, a termination), the step itself is run
@@ -26,7 +26,7 @@ import type { PlanDoc } from '../db/models/plan';
 import type { SubscriptionDoc } from '../db/models/subscription';
 import { fromDecimal128 } from '../db/decimal';
 import { billedPerEvent } from '../domain/charge-rules';
-import { computeChargeFees, FULL_PERIOD, priceEventInAdvance } from '../domain/charges';
+import { FULL_PERIOD, priceEventInAdvance } from '../domain/charges';
 import { assembleInvoice, type AssembledInvoice, type PricedFee } from '../domain/invoice-assembly';
 import { Dec, roundFee, sum, toDecimal4String, ZERO } from '../domain/money';
 import { periodContaining, periodStart, type BillingTime } from '../domain/periods';
@@ -46,7 +46,7 @@ import { projectionOf } from '../subscriptions/projection';
 import { initialState, planSnapshot } from '../subscriptions/start';
 import { scheduleOf, type PeriodState, type PlanSnapshot, type SubscriptionState } from '../subscriptions/state';
 import type { ChargeView, MetricView } from '../usage/catalog-view';
-import type { ChargeUsage, UsageSource } from '../usage/period-usage';
+import { chargeFeesOf, emptyAggregation, NO_SOURCE, type ChargeUsage } from '../usage/period-usage';
 import { loadTaxSets } from '../usage/tax-sets';
 import { appliedCouponsOf, feeRecord, type NewInvoice } from './invoices';
 import { activate, endTrial } from './subscription/activation';
@@ -169,33 +169,10 @@ function unitsAggregation(units: Decimal): AggregationResult {
     : { units, eventsCount: 1, perEventValues: [units], events: [] };
 }
 
-const NO_SOURCE: UsageSource = {
-  dailyRows: 0,
-  dailyRowsEvents: 0,
-  firstUsageDate: null,
-  lastUsageDate: null,
-  rawEvents: 0,
-  firstEventAt: null,
-  lastEventAt: null,
-};
-
 /** The lines of a charge billed at the period end, priced from `units` in its default bucket. */
 function periodEndLines(charge: ChargeView, metric: MetricView, units: Decimal, span: { from: Date; to: Date }): PricedFee[] {
-  const empty = unitsAggregation(ZERO);
-  const aggregations = { default: unitsAggregation(units), filters: charge.filters.map(() => empty) };
-  const fees = computeChargeFees(
-    {
-      charge_model: charge.charge_model,
-      properties: charge.properties,
-      min_amount_cents: fromDecimal128(charge.min_amount_cents)?.toString() ?? null,
-      max_amount_cents: fromDecimal128(charge.max_amount_cents)?.toString() ?? null,
-    },
-    {
-      default: aggregations.default,
-      filters: charge.filters.map((f, i) => ({ properties: f.properties, aggregation: aggregations.filters[i]! })),
-    },
-    FULL_PERIOD,
-  );
+  const aggregations = { default: unitsAggregation(units), filters: charge.filters.map(() => emptyAggregation()) };
+  const fees = chargeFeesOf(charge, aggregations, FULL_PERIOD);
   const usage: ChargeUsage = {
     charge,
     metric,

@@ -37,10 +37,11 @@ export interface TouchedSubscription {
   subscription: SubscriptionDoc;
   timezone: string;
   now: Date;
+  /** The metrics the events were for: an alert on another metric cannot have been crossed (absent: any). */
+  metricIds?: Set<string>;
 }
 
 /** The counter the alerts API keeps on a subscription document (not part of the workflow's projection). */
-
 export function hasUsageAlerts(subscription: SubscriptionDoc): boolean {
   return (subscription.usage_alerts_count ?? 0) > 0;
 }
@@ -136,8 +137,10 @@ export class UsageAlertChecker {
     const [unemitted] = await Promise.all([
       UsageAlertTrigger.find({ usage_alert_id: { $in: alerts.map((a) => a._id) }, emitted_at: null }).lean<UsageAlertTriggerDoc[]>(),
       ...watched.map(async (t) => {
-        const mine = bySubscription.get(t.subscription._id);
-        if (!mine) return;
+        const mine = bySubscription
+          .get(t.subscription._id)
+          ?.filter((a) => a.billable_metric_id === null || !t.metricIds || t.metricIds.has(a.billable_metric_id));
+        if (!mine?.length) return;
         const measures = await measureAlerts(this.db, this.catalog, t, mine);
         for (const measure of measures) await this.record(organizationId, t, measure);
       }),

@@ -89,7 +89,10 @@ function touchedWithAlerts(
   for (const { doc, timezone } of docs) {
     for (const id of doc.subscription_ids) {
       const subscription = byId.get(id);
-      if (subscription && !touched.has(id)) touched.set(id, { subscription, timezone, now: clockOf.get(doc.customer_id) ?? now });
+      if (!subscription) continue;
+      const entry = touched.get(id) ?? { subscription, timezone, now: clockOf.get(doc.customer_id) ?? now, metricIds: new Set<string>() };
+      entry.metricIds!.add(doc.billable_metric_id);
+      touched.set(id, entry);
     }
   }
   return [...touched.values()];

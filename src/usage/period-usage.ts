@@ -41,7 +41,8 @@ export interface UsageSource {
   lastEventAt: Date | null;
 }
 
-const NO_SOURCE: UsageSource = {
+/** A charge's usage that read nothing. */
+export const NO_SOURCE: UsageSource = {
   dailyRows: 0,
   dailyRowsEvents: 0,
   firstUsageDate: null,
@@ -124,7 +125,7 @@ function needsEvents(charge: ChargeView): boolean {
   return false;
 }
 
-function emptyAggregation(): AggregationResult {
+export function emptyAggregation(): AggregationResult {
   return { units: new Dec(0), eventsCount: 0, perEventValues: [], events: [] };
 }
 
@@ -170,21 +171,30 @@ export async function computeChargeUsage(
         : readsDaily(charge, metric)
           ? await fromDailyRows(db, charge, metric, { ...range, from }, shared.includes(metric._id) ? sharedRows : null)
           : await fromEvents(db, charge, metric, { ...range, from }, prorate);
-      const fees = computeChargeFees(
-        {
-          charge_model: charge.charge_model,
-          properties: charge.properties,
-          min_amount_cents: fromDecimal128(charge.min_amount_cents)?.toString() ?? null,
-          max_amount_cents: fromDecimal128(charge.max_amount_cents)?.toString() ?? null,
-        },
-        {
-          default: aggregations.default,
-          filters: charge.filters.map((f, i) => ({ properties: f.properties, aggregation: aggregations.filters[i]! })),
-        },
-        range.proration ?? FULL_PERIOD,
-      );
+      const fees = chargeFeesOf(charge, aggregations, range.proration ?? FULL_PERIOD);
       return { charge, metric, aggregations, fees, sources, range: { from, to: range.to, proration: range.proration ?? FULL_PERIOD } };
     }),
+  );
+}
+
+/** A charge's fees from its aggregations (default bucket, then one per filter), by the charge model. */
+export function chargeFeesOf(
+  charge: ChargeView,
+  aggregations: { default: AggregationResult; filters: AggregationResult[] },
+  proration: ProrationRatio,
+): ReturnType<typeof computeChargeFees> {
+  return computeChargeFees(
+    {
+      charge_model: charge.charge_model,
+      properties: charge.properties,
+      min_amount_cents: fromDecimal128(charge.min_amount_cents)?.toString() ?? null,
+      max_amount_cents: fromDecimal128(charge.max_amount_cents)?.toString() ?? null,
+    },
+    {
+      default: aggregations.default,
+      filters: charge.filters.map((f, i) => ({ properties: f.properties, aggregation: aggregations.filters[i]! })),
+    },
+    proration,
   );
 }
 

@@ -153,6 +153,26 @@ describe('pause and resume, more cases', () => {
     expect(await scenario.subscription(sub.id)).toMatchObject({ status: 'active', current_period_started_at: at('2030-04-01T00:00:00Z') });
   });
 
+  it('terminated with on_termination_action skip after a pause and resume: nothing billed, neither the part before the pause nor the last one', async () => {
+    const clock = await createClock('2030-03-01T00:00:00Z');
+    const customer = await createCustomer(clock.id);
+    const plan = await createPlan(3100);
+    const sub = await subscribe({ customer_id: customer.id, plan_id: plan.id });
+    await advance(clock.id, '2030-03-11T00:00:00Z');
+    await ok(await post(`/v1/subscriptions/${sub.id}/pause`), 200);
+    await advance(clock.id, '2030-03-21T00:00:00Z');
+    await ok(await post(`/v1/subscriptions/${sub.id}/resume`), 200);
+    await advance(clock.id, '2030-03-25T12:00:00Z');
+    await sendCalls(customer, ['2030-03-05T10:00:00Z', '2030-03-23T10:00:00Z']);
+    const terminated = await scenario
+      .stack()
+      .app.inject({ method: 'DELETE', url: `/v1/subscriptions/${sub.id}?on_termination_action=skip`, headers: scenario.org().headers });
+    expect(terminated.statusCode, terminated.body).toBe(200);
+    await advance(clock.id, '2030-04-02T00:00:00Z');
+    expect(await scenario.subscription(sub.id)).toMatchObject({ status: 'terminated' });
+    expect(await invoicesOf(sub.id)).toEqual([]);
+  });
+
   it('an upgrade after a resume in the same period (in arrear): the resumed part billed at the change, the part before the pause and the new plan at the end', async () => {
     const clock = await createClock('2030-03-01T00:00:00Z');
     const customer = await createCustomer(clock.id);

@@ -18,6 +18,16 @@ import {
 } from './shared';
 import { billEventsInAdvance, carriedInAdvanceLines, unbilledInAdvanceEvents } from './in-advance';
 
+/** Whether the subscription ends at this boundary (a cancellation that reached its date). */
+function endsAt(state: SubscriptionState, boundary: Date): boolean {
+  return state.endingAt !== null && Date.parse(state.endingAt) <= boundary.getTime();
+}
+
+/** What a boundary does with the period it closes: the termination action when it ends the subscription. */
+export function closingAction(state: SubscriptionState, boundary: Date): OnTerminationAction {
+  return endsAt(state, boundary) ? state.onTerminationAction : 'generate_invoice';
+}
+
 /**
  * A period boundary: the ended segment is billed (in arrear its base fee, always its usage); a
  * cancellation reaching its `ending_at` ends here; otherwise a scheduled downgrade switches, the
@@ -25,8 +35,8 @@ import { billEventsInAdvance, carriedInAdvanceLines, unbilledInAdvanceEvents } f
  */
 export async function closePeriod(ctx: StepContext, state: SubscriptionState, boundary: Date): Promise<SubscriptionStepResult> {
   const ended = state.currentPeriod!;
-  const final = state.endingAt !== null && Date.parse(state.endingAt) <= boundary.getTime();
-  const action: OnTerminationAction = final ? state.onTerminationAction : 'generate_invoice';
+  const final = endsAt(state, boundary);
+  const action = closingAction(state, boundary);
   const segmentFrom = new Date(state.segmentFrom ?? ended.from);
   const invoiceIds: string[] = [];
   // Events of in-advance charges whose signal never reached the workflow are billed now, before the

@@ -9,9 +9,15 @@
 // the paused days are stored but never billed. In advance the unused base fee from the pause day
 // is credited at once, and resuming bills the rest of the period from the resume day.
 import { planChangeDay } from '../../domain/proration';
-import { closePeriod } from './boundary';
+import { closePeriod, closingAction } from './boundary';
 import { iso } from '../../resources/format';
-import { periodFrom, type PeriodState, type SubscriptionState, type UnbilledSegment } from '../../subscriptions/state';
+import {
+  periodFrom,
+  type OnTerminationAction,
+  type PeriodState,
+  type SubscriptionState,
+  type UnbilledSegment,
+} from '../../subscriptions/state';
 import {
   billAdvance,
   billKey,
@@ -143,14 +149,20 @@ export async function closePausedPeriod(ctx: StepContext, state: SubscriptionSta
   return { state: next, subscription, invoiceIds: billed.invoiceIds, creditNoteIds: [] };
 }
 
-/** A step after which the period ends (a boundary, a termination): first the active parts kept by pauses are billed. */
+/**
+ * A step after which the period ends (a boundary, a termination): first the active parts kept by
+ * pauses are billed, unless the step ends the subscription with `skip` (no final invoice: none for
+ * the period's earlier parts either, as closePeriod and terminate bill none for its last).
+ */
 export async function withUnbilledSegments(
   ctx: StepContext,
   state: SubscriptionState,
   at: Date,
+  action: OnTerminationAction,
   step: (state: SubscriptionState) => Promise<SubscriptionStepResult>,
 ): Promise<SubscriptionStepResult> {
   if ((state.unbilledSegments ?? []).length === 0) return step(state);
+  if (action === 'skip') return step({ ...state, unbilledSegments: [] });
   const billed = await billUnbilledSegments(ctx, state, at);
   const result = await step(billed.state);
   return { ...result, invoiceIds: [...billed.invoiceIds, ...result.invoiceIds] };
@@ -163,5 +175,5 @@ export async function withUnbilledSegments(
  */
 export async function billPeriodEnd(ctx: StepContext, state: SubscriptionState, boundary: Date): Promise<SubscriptionStepResult> {
   if (state.status === 'paused') return closePausedPeriod(ctx, state, boundary);
-  return withUnbilledSegments(ctx, state, boundary, (s) => closePeriod(ctx, s, boundary));
+  return withUnbilledSegments(ctx, state, boundary, closingAction(state, boundary), (s) => closePeriod(ctx, s, boundary));
 }
