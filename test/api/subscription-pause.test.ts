@@ -131,6 +131,9 @@ describe('pause and resume on a test clock', () => {
     expectError(await post(`/v1/subscriptions/${sub.id}/pause`), 400, 'invalid_state_transition');
     expectError(await post(`/v1/subscriptions/${sub.id}/cancel`), 400, 'invalid_state_transition');
     expect(await subscription(sub.id)).toEqual(paused);
+    // Paused subscriptions are listed by their status (and no longer once terminated, below).
+    const listedPaused = await ok<SubscriptionResource[]>(await get(`/v1/subscriptions?status=paused&customer_id=${customer.id}`), 200);
+    expect(listedPaused.map((s) => s.id)).toEqual([sub.id]);
 
     await ok(
       await scenario.stack().app.inject({ method: 'DELETE', url: `/v1/subscriptions/${sub.id}`, headers: scenario.org().headers }),
@@ -141,7 +144,6 @@ describe('pause and resume on a test clock', () => {
     expect(await subscription(sub.id)).toMatchObject({ status: 'terminated' });
     expect(await eventTimes('subscription.paused', sub.id)).toEqual([at('2030-03-01T00:00:00Z')]);
     expect(await eventTimes('subscription.resumed', sub.id)).toEqual([]);
-    // Paused subscriptions are listed by their status.
     const list = await ok<SubscriptionResource[]>(await get(`/v1/subscriptions?status=paused&customer_id=${customer.id}`), 200);
     expect(list).toEqual([]);
   });
