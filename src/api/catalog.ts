@@ -1,11 +1,12 @@
 // Shared by the catalog routes (customers, billable metrics, plans, taxes, coupons, add-ons,
-// commitments, usage thresholds, webhook endpoints, test clocks): lookups by id or code that answer
-// the resource's 404, updates and soft deletes of live documents, pages of a list, and the
+// commitments, usage thresholds, webhook endpoints, test clocks) and the subscription routes:
+// lookups by id or code that answer the resource's 404, updates and soft deletes of live documents, pages of a list, and the
 // duplicate-code conflict.
 import type { FastifyReply } from 'fastify';
 import type { Model } from 'mongoose';
 import { isDuplicateKeyError } from '../db';
 import type { PlanDoc } from '../db/models/plan';
+import type { SubscriptionDoc } from '../db/models/subscription';
 import { Conflict, NotFound } from '../errors';
 import { sendList } from './http';
 
@@ -137,4 +138,21 @@ export async function uniqueWrite<T>(write: () => Promise<T>, conflictMessage: s
     if (isDuplicateKeyError(err)) throw new Conflict(conflictMessage);
     throw err;
   }
+}
+
+/**
+ * A subscription of the organization by id or external_id (subscriptions are never soft-deleted),
+ * narrowed by `only` (e.g. its statuses); 404 otherwise.
+ */
+export async function findSubscription(
+  model: Model<SubscriptionDoc>,
+  organizationId: string,
+  idOrExternalId: string,
+  only: Record<string, unknown> = {},
+): Promise<SubscriptionDoc> {
+  const doc = await model
+    .findOne({ organization_id: organizationId, ...only, $or: [{ _id: idOrExternalId }, { external_id: idOrExternalId }] } as never)
+    .lean<SubscriptionDoc>();
+  if (!doc) throw new NotFound('Subscription not found', 'subscription_not_found');
+  return doc;
 }

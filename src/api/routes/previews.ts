@@ -27,6 +27,7 @@ import { workflowIds } from '../../temporal/workflow-ids';
 import { subscriptionStateQuery } from '../../../workflows/subscription.messages';
 import { idParams, isoDateTimeInput, responses } from '../http';
 import { findPlan } from './plans';
+import { findSubscription as findSubscriptionOf } from '../catalog';
 
 const reference = z.string().trim().min(1).max(255);
 
@@ -74,14 +75,7 @@ export const previewRoutes: FastifyPluginAsyncZod = async (app) => {
   const deps: SubscriptionBillingDeps = { models: db.models, temporal };
   const config = app.deps.config as Partial<Config>;
 
-  async function findSubscription(organizationId: string, idOrExternalId: string): Promise<SubscriptionDoc> {
-    const doc = await Subscription.findOne({
-      organization_id: organizationId,
-      $or: [{ _id: idOrExternalId }, { external_id: idOrExternalId }],
-    }).lean();
-    if (!doc) throw new NotFound('Subscription not found', 'subscription_not_found');
-    return doc;
-  }
+  const findSubscription = (organizationId: string, ref: string) => findSubscriptionOf(Subscription, organizationId, ref);
 
   /** Its workflow's state (a closed one answers while Temporal keeps it), else the document's last projection. */
   async function stateOf(doc: SubscriptionDoc): Promise<SubscriptionState> {

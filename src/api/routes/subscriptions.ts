@@ -40,7 +40,7 @@ import {
   terminateUpdate,
   type SubscriptionLifecycle,
 } from '../../../workflows/subscription.messages';
-import { listPage } from '../catalog';
+import { findSubscription as findSubscriptionOf, listPage } from '../catalog';
 import { idParams, isoDateTimeInput, listQuery, responses } from '../http';
 import { findPlan } from './plans';
 
@@ -118,14 +118,7 @@ export const subscriptionRoutes: FastifyPluginAsyncZod = async (app) => {
     progressiveCheckMs: (config.PROGRESSIVE_BILLING_CHECK_MINUTES ?? 60) * 60_000,
   };
 
-  async function findSubscription(organizationId: string, idOrExternalId: string): Promise<SubscriptionDoc> {
-    const doc = await Subscription.findOne({
-      organization_id: organizationId,
-      $or: [{ _id: idOrExternalId }, { external_id: idOrExternalId }],
-    }).lean();
-    if (!doc) throw new NotFound('Subscription not found', 'subscription_not_found');
-    return doc;
-  }
+  const findSubscription = (organizationId: string, ref: string) => findSubscriptionOf(Subscription, organizationId, ref);
 
   /** The customer's zone, else the organization's (billing-rules.md, Billing periods). */
   async function timezoneFor(organizationId: string, customerTimezone: string | null): Promise<string> {

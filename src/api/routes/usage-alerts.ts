@@ -16,7 +16,7 @@ import {
 import { customerNow } from '../../test-clocks/time';
 import { countUsageAlert, measureAlerts } from '../../usage/alerts';
 import { CatalogView } from '../../usage/catalog-view';
-import { findLive, listPage, live, softDelete, updateLive } from '../catalog';
+import { findLive, findSubscription as findSubscriptionOf, listPage, live, softDelete, updateLive } from '../catalog';
 import { decimalInput } from '../decimal';
 import { idParams, listQuery, responses, sendList } from '../http';
 
@@ -70,15 +70,8 @@ export const usageAlertRoutes: FastifyPluginAsyncZod = async (app) => {
   const catalog = new CatalogView(db);
   const tags = ['usage alerts'];
 
-  async function findSubscription(organizationId: string, idOrExternalId: string): Promise<SubscriptionDoc> {
-    const subscription = await Subscription.findOne({
-      organization_id: organizationId,
-      status: { $in: ['pending', 'active'] },
-      $or: [{ _id: idOrExternalId }, { external_id: idOrExternalId }],
-    }).lean<SubscriptionDoc>();
-    if (!subscription) throw new NotFound('Subscription not found', 'subscription_not_found');
-    return subscription;
-  }
+  const findSubscription = (organizationId: string, ref: string) =>
+    findSubscriptionOf(Subscription, organizationId, ref, { status: { $in: ['pending', 'active'] } });
 
   app.post(
     '/usage_alerts',
