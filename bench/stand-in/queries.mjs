@@ -2,13 +2,13 @@
 // collection, timed on one organization's events at 10k, 100k and 1M documents, in an H2 file (the
 // embedded default of npm start) with the indexes the service declares. Its own stand-in: no stack.
 //
-//   node bench/stand-in/queries.mjs [--sizes 10000,100000,1000000] [--repeat 30] [--indexes on|off]
+//   node bench/stand-in/queries.mjs [--sizes 10000,100000,1000000] [--repeat 30] [--indexes on|off] [--heap]
 //   (npm run bench runs it first, with the defaults; it needs no running stack)
 //
 // Per shape: the median time at each size and the ratio of the largest size to the smallest (goal:
 // at most 3). The ceiling, measured in the same run: findOne by _id alone, the stand-in's fastest
 // read (its primary-key index), at each size.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -22,6 +22,8 @@ const { values } = parseArgs({
     repeat: { type: 'string', default: '30' },
     indexes: { type: 'string', default: 'on' },
     'summary-json': { type: 'string' },
+    // Prints the stand-in's live heap at the end (jcmd: a full GC, then the classes that fill it).
+    heap: { type: 'boolean', default: false },
   },
 });
 const SIZES = values.sizes.split(',').map(Number);
@@ -69,7 +71,7 @@ async function startStandIn(file) {
     child.stderr.on('data', (chunk) => (out += chunk));
     child.once('exit', (code) => fail(new Error(`stand-in exited with ${code}: ${out}`)));
   });
-  return { url: `mongodb://127.0.0.1:${port}`, stop: () => child.kill('SIGTERM') };
+  return { url: `mongodb://127.0.0.1:${port}`, pid: child.pid, stop: () => child.kill('SIGTERM') };
 }
 
 /** Event i: its customer (PER_CUSTOMER consecutive events each), metric, subscription and day (a month, spread evenly). */
@@ -194,11 +196,23 @@ async function main() {
       }));
       writeFileSync(values['summary-json'], JSON.stringify(summary, null, 2) + '\n');
     }
+    if (values.heap) printHeap(server.pid);
   } finally {
     await client.close();
     server.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The stand-in's live heap: jcmd's class histogram (it collects garbage first), its largest rows. */
+function printHeap(pid) {
+  const histogram = spawnSync('jcmd', [String(pid), 'GC.class_histogram'], { encoding: 'utf8' });
+  if (histogram.status !== 0) {
+    console.log(`no heap histogram (jcmd: ${histogram.stderr || histogram.error})`);
+    return;
+  }
+  const lines = histogram.stdout.split('\n');
+  console.log(`stand-in live heap, largest classes:\n${lines.slice(1, 22).join('\n')}\n${lines.at(-2)}`);
 }
 
 main().catch((err) => {

@@ -17,19 +17,33 @@ import { startMongoStandIn, type RunningServer } from '../support/servers';
 
 const RUNS = Number(process.env.STAND_IN_RUNS ?? 25);
 
-let indexed: RunningServer;
-let scanned: RunningServer;
+let servers: RunningServer[] = [];
 let indexedClient: MongoClient;
 let scannedClient: MongoClient;
+/**
+ * The H2 backend (npm start's), with and without indexes: its entries hold a document's position
+ * bare when it is its _id, and its natural order (the _id's) is not the memory backend's.
+ */
+let indexedH2Client: MongoClient;
+let scannedH2Client: MongoClient;
+const h2Dir = mkdtempSync(join(tmpdir(), 'stand-in-diff-'));
 
 beforeAll(async () => {
-  [indexed, scanned] = await Promise.all([startMongoStandIn(), startMongoStandIn({ indexes: false })]);
-  [indexedClient, scannedClient] = await Promise.all([MongoClient.connect(indexed.address), MongoClient.connect(scanned.address)]);
+  servers = await Promise.all([
+    startMongoStandIn(),
+    startMongoStandIn({ indexes: false }),
+    startMongoStandIn({ storage: join(h2Dir, 'indexed.mv') }),
+    startMongoStandIn({ storage: join(h2Dir, 'scanned.mv'), indexes: false }),
+  ]);
+  [indexedClient, scannedClient, indexedH2Client, scannedH2Client] = await Promise.all(
+    servers.map((server) => MongoClient.connect(server.address)),
+  );
 }, 120_000);
 
 afterAll(async () => {
-  await Promise.all([indexedClient?.close(), scannedClient?.close()]);
-  await Promise.all([indexed?.stop(), scanned?.stop()]);
+  await Promise.all([indexedClient, scannedClient, indexedH2Client, scannedH2Client].map((client) => client?.close()));
+  await Promise.all(servers.map((server) => server.stop()));
+  rmSync(h2Dir, { recursive: true, force: true });
 });
 
 // ---- values, documents, queries ---------------------------------------------------------------
@@ -199,7 +213,8 @@ describe('the stand-in answers the same with and without its secondary indexes',
           const db = `diff_${process.pid}_${run++}`;
           const docs: Document[] = documents.map((d, i) => ({ _id: `doc-${i}`, ...strip(d) }));
           const outcomes: unknown[][] = [];
-          for (const client of [indexedClient, scannedClient]) {
+          const clients = [indexedClient, scannedClient, indexedH2Client, scannedH2Client];
+          for (const client of clients) {
             const collection = client.db(db).collection('docs');
             // Half the runs index first and insert after, half insert first (the index is filled from the data).
             if (run % 2 === 0) for (const key of INDEXES) await collection.createIndex(key);
@@ -217,11 +232,13 @@ describe('the stand-in answers the same with and without its secondary indexes',
           }
           // Changes succeed or fail alike, and change as many documents.
           expect(outcomes[0]).toEqual(outcomes[1]);
+          expect(outcomes[2]).toEqual(outcomes[3]);
           for (const find of finds) {
-            const [withIndexes, byScan] = await Promise.all([answer(indexedClient, db, find), answer(scannedClient, db, find)]);
+            const [withIndexes, byScan, withH2Indexes, byH2Scan] = await Promise.all(clients.map((client) => answer(client, db, find)));
             expect(withIndexes, JSON.stringify(find)).toEqual(byScan);
+            expect(withH2Indexes, `H2: ${JSON.stringify(find)}`).toEqual(byH2Scan);
           }
-          await Promise.all([indexedClient.db(db).dropDatabase(), scannedClient.db(db).dropDatabase()]);
+          await Promise.all(clients.map((client) => client.db(db).dropDatabase()));
         },
       ),
       { numRuns: RUNS },

@@ -8,7 +8,6 @@
 
 import de.bwaldvogel.mongo.backend.Index;
 import de.bwaldvogel.mongo.backend.IndexKey;
-import de.bwaldvogel.mongo.backend.KeyValue;
 import de.bwaldvogel.mongo.backend.ValueComparator;
 import de.bwaldvogel.mongo.bson.Document;
 
@@ -91,7 +90,7 @@ final class QueryPlanner {
         }
         SecondaryIndex<P> best = null;
         SecondaryIndex.Bounds bestBounds = null;
-        Iterator<Map.Entry<KeyValue, SecondaryIndex.Postings<P>>> entries = null;
+        Iterator<Map.Entry<Object[], Object>> entries = null;
         for (Index<P> index : indexes) {
             if (!(index instanceof SecondaryIndex)) {
                 continue;
@@ -123,12 +122,12 @@ final class QueryPlanner {
             var entry = entries.next();
             List<Object> sortKey = new ArrayList<>();
             for (int i = first; i < first + sortFields.size(); i++) {
-                sortKey.add(entry.getKey().get(i));
+                sortKey.add(entry.getKey()[i]);
             }
             if (found >= needed && !sameValues(sortKey, lastSortKey)) {
                 break;
             }
-            for (P position : entry.getValue().positions()) {
+            for (P position : SecondaryIndex.<P>positionsOf(entry.getValue())) {
                 if (matches.test(position)) {
                     positions.add(position);
                     found++;

@@ -54,11 +54,35 @@ public final class SecondaryIndex<P> extends Index<P> {
         return Integer.compare(a.size(), b.size());
     };
 
-    private final TreeMap<KeyValue, Postings<P>> entries = new TreeMap<>(TUPLES);
+    /** Key tuples as bare arrays, compared like TUPLES (a KeyValue and its list would double an entry's size). */
+    static final Comparator<Object[]> ARRAYS = (a, b) -> {
+        int n = Math.min(a.length, b.length);
+        for (int i = 0; i < n; i++) {
+            int c = VALUES.compare(a[i], b[i]);
+            if (c != 0) {
+                return c;
+            }
+        }
+        return Integer.compare(a.length, b.length);
+    };
 
     /**
-     * The documents (by _id) under one key tuple, with their positions: most tuples have one
-     * document (a key with _id or a timestamp in it), held without a map to keep the index small.
+     * Key tuple to the documents under it. The value is a bare position when the tuple has one
+     * document whose position is its _id (the H2 backend's documents; most tuples, since a key
+     * with a timestamp or an _id in it is mostly unique), else a Postings. A million events' three
+     * indexes hold 3 million entries: the bare forms keep each about half the size.
+     */
+    private final TreeMap<Object[], Object> entries = new TreeMap<>(ARRAYS);
+
+    /** The positions under an entry's value (a bare position or a Postings). */
+    @SuppressWarnings("unchecked")
+    static <P> Collection<P> positionsOf(Object value) {
+        return value instanceof Postings ? ((Postings<P>) value).positions() : List.of((P) value);
+    }
+
+    /**
+     * The documents (by _id) under one key tuple, with their positions, when that is not one
+     * document whose position is its _id; one document is held without a map.
      */
     static final class Postings<P> {
         private Object soleId;
@@ -257,7 +281,7 @@ public final class SecondaryIndex<P> extends Index<P> {
      * when the bounds cannot give them in that order: $in on the next key, other sort fields, or a
      * multikey index (MongoDB sorts an array by one of its elements).
      */
-    Iterator<Map.Entry<KeyValue, Postings<P>>> orderedEntries(Bounds bounds, boolean descending, List<String> sortFields) {
+    Iterator<Map.Entry<Object[], Object>> orderedEntries(Bounds bounds, boolean descending, List<String> sortFields) {
         if (bounds.in != null || multikey) {
             return null;
         }
@@ -268,17 +292,17 @@ public final class SecondaryIndex<P> extends Index<P> {
         }
         Object lowNext = bounds.ranged && bounds.low != null ? bounds.low : (bounds.ranged ? MinKey.getInstance() : null);
         Object highNext = bounds.ranged && bounds.high != null ? bounds.high : (bounds.ranged ? MaxKey.getInstance() : null);
-        KeyValue low = tuple(bounds.prefix, lowNext, MinKey.getInstance());
-        KeyValue high = tuple(bounds.prefix, highNext, MaxKey.getInstance());
-        if (TUPLES.compare(low, high) > 0) {
+        Object[] low = tuple(bounds.prefix, lowNext, MinKey.getInstance());
+        Object[] high = tuple(bounds.prefix, highNext, MaxKey.getInstance());
+        if (ARRAYS.compare(low, high) > 0) {
             return Collections.emptyIterator();
         }
-        NavigableMap<KeyValue, Postings<P>> range = entries.subMap(low, true, high, true);
+        NavigableMap<Object[], Object> range = entries.subMap(low, true, high, true);
         return (descending ? range.descendingMap() : range).entrySet().iterator();
     }
 
     /** prefix, then `next` (when given), then `fill` for every key left. */
-    private KeyValue tuple(List<Object> prefix, Object next, Object fill) {
+    private Object[] tuple(List<Object> prefix, Object next, Object fill) {
         List<Object> values = new ArrayList<>(prefix);
         if (next != null) {
             values.add(next);
@@ -286,17 +310,16 @@ public final class SecondaryIndex<P> extends Index<P> {
         while (values.size() < keys().size()) {
             values.add(fill);
         }
-        return new KeyValue(values);
+        return values.toArray();
     }
 
-    private void collect(KeyValue low, KeyValue high, Set<P> into) {
-        if (TUPLES.compare(low, high) > 0) {
+    private void collect(Object[] low, Object[] high, Set<P> into) {
+        if (ARRAYS.compare(low, high) > 0) {
             // Bounds in different type brackets the wrong way round ({$gt: "a", $lt: 5}): no value is in both.
             return;
         }
-        NavigableMap<KeyValue, Postings<P>> range = entries.subMap(low, true, high, true);
-        for (Postings<P> documents : range.values()) {
-            into.addAll(documents.positions());
+        for (Object documents : entries.subMap(low, true, high, true).values()) {
+            into.addAll(SecondaryIndex.<P>positionsOf(documents));
         }
     }
 
@@ -379,15 +402,45 @@ public final class SecondaryIndex<P> extends Index<P> {
         }
         Object id = idOf(document);
         for (KeyValue tuple : tuplesOf(document)) {
-            Postings<P> postings = entries.get(tuple);
-            if (postings == null) {
-                postings = new Postings<>();
-                entries.put(compact(tuple), postings);
+            Object[] key = arrayOf(tuple);
+            Object documents = entries.get(key);
+            if (documents == null) {
+                // One document whose position is its _id: the position alone says both.
+                entries.put(compact(key), position != null && position.equals(id) ? position : posting(id, position));
+                count++;
+                continue;
+            }
+            if (!(documents instanceof Postings) && documents.equals(id) && documents.equals(position)) {
+                continue; // already there, as its bare position
+            }
+            Postings<P> postings = postingsOf(documents);
+            if (postings != documents) {
+                entries.put(key, postings);
             }
             if (postings.put(id, position)) {
                 count++;
             }
         }
+    }
+
+    private static Object[] arrayOf(KeyValue tuple) {
+        Object[] values = new Object[tuple.size()];
+        for (int i = 0; i < values.length; i++) {
+            values[i] = tuple.get(i);
+        }
+        return values;
+    }
+
+    private static <P> Postings<P> posting(Object id, P position) {
+        Postings<P> postings = new Postings<>();
+        postings.put(id, position);
+        return postings;
+    }
+
+    /** An entry's value as a Postings (a bare position becomes one, its id being itself). */
+    @SuppressWarnings("unchecked")
+    private static <P> Postings<P> postingsOf(Object documents) {
+        return documents instanceof Postings ? (Postings<P>) documents : posting(documents, (P) documents);
     }
 
     /**
@@ -397,20 +450,13 @@ public final class SecondaryIndex<P> extends Index<P> {
      * own copies: shared, a million events' indexes take a fraction of the heap. The last key (a
      * timestamp, an _id) is mostly unique and kept as it is.
      */
-    private static KeyValue compact(KeyValue tuple) {
-        int n = tuple.size();
-        Object[] values = new Object[n];
-        boolean interned = false;
-        for (int i = 0; i < n; i++) {
-            Object value = tuple.get(i);
-            if (i < n - 1 && value instanceof String) {
-                String shared = ((String) value).intern();
-                interned |= shared != value;
-                value = shared;
+    private static Object[] compact(Object[] values) {
+        for (int i = 0; i < values.length - 1; i++) {
+            if (values[i] instanceof String) {
+                values[i] = ((String) values[i]).intern();
             }
-            values[i] = value;
         }
-        return interned ? new KeyValue(values) : tuple;
+        return values;
     }
 
     /** Answers the document's position (the collection checks that every index agrees on it), or null when it was not indexed. */
@@ -419,14 +465,30 @@ public final class SecondaryIndex<P> extends Index<P> {
         Object id = idOf(document);
         P position = null;
         for (KeyValue tuple : tuplesOf(document)) {
-            Postings<P> documents = entries.get(tuple);
-            P removed = documents == null ? null : documents.remove(id);
+            Object[] key = arrayOf(tuple);
+            Object documents = entries.get(key);
+            if (documents == null) {
+                continue;
+            }
+            P removed;
+            if (documents instanceof Postings) {
+                @SuppressWarnings("unchecked")
+                Postings<P> postings = (Postings<P>) documents;
+                removed = postings.remove(id);
+                if (postings.isEmpty()) {
+                    entries.remove(key);
+                }
+            } else if (documents.equals(id)) {
+                @SuppressWarnings("unchecked")
+                P bare = (P) documents;
+                removed = bare;
+                entries.remove(key);
+            } else {
+                removed = null;
+            }
             if (removed != null) {
                 position = removed;
                 count--;
-                if (documents.isEmpty()) {
-                    entries.remove(tuple);
-                }
             }
         }
         return position;
