@@ -62,7 +62,9 @@ public class IndexedH2Backend extends H2Backend {
         @Override
         protected MongoCollection<Object> openOrCreateCollection(String collectionName, CollectionOptions options) {
             String fullName = getFullCollectionNamespace(collectionName);
-            MVMap<Object, Document> dataMap = store.openMap("databases." + fullName);
+            // Documents (and ObjectId keys) stored as BSON rather than by Java serialization (BsonStorageType).
+            MVMap<Object, Document> dataMap = store.openMap("databases." + fullName,
+                new MVMap.Builder<Object, Document>().keyType(new BsonStorageType()).valueType(new BsonStorageType()));
             MVMap<String, Object> metaMap = store.openMap("meta." + fullName);
             return new Collection(this, collectionName, options, dataMap, metaMap, cursorRegistry);
         }

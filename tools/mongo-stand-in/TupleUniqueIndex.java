@@ -17,15 +17,14 @@ import de.bwaldvogel.mongo.backend.KeyValue;
 import de.bwaldvogel.mongo.backend.Missing;
 import org.h2.mvstore.MVMap;
 import org.h2.mvstore.MVStore;
-import org.h2.mvstore.type.ObjectDataType;
 
 import java.util.List;
 import java.util.Map.Entry;
 
 final class TupleUniqueIndex extends AbstractUniqueIndex<Object> {
 
-    /** H2's object type, with tuples compared as values. */
-    static final class TupleKeyType extends ObjectDataType {
+    /** H2's object type, with tuples compared as values (and stored as BSON). */
+    static final class TupleKeyType extends BsonStorageType {
         @Override
         public int compare(Object a, Object b) {
             if (a instanceof KeyValue && b instanceof KeyValue) {
