@@ -23,6 +23,7 @@
  * Each step is one activity that receives the state and the instant it acts for and returns the
  * next state; the workflow keeps that state (and carries it through continue-as-new).
  */
+import { planChangeRefusal } from '../src/domain/plan-change-refusal';
 import {
   allHandlersFinished,
   ApplicationFailure,
@@ -219,14 +220,8 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
     {
       validator: (request) => {
         refuseIfOver();
-        if (state.status === 'paused') refuse('The subscription is paused: resume it to change its plan');
-        if (state.endingAt !== null) refuse('The subscription is canceled: its plan can no longer change');
-        if (request.plan.currency.toUpperCase() !== state.plan.currency.toUpperCase()) {
-          refuse(`plan_id: the plan is in ${request.plan.currency}, the subscription in ${state.plan.currency}`, 'Validation');
-        }
-        if (request.plan.id === state.plan.id && state.pendingPlan === null) {
-          refuse('The subscription is already on this plan and has no pending downgrade');
-        }
+        const refusal = planChangeRefusal(state, request.plan);
+        if (refusal) refuse(refusal.kind === 'Validation' ? `plan_id: ${refusal.message}` : refusal.message, refusal.kind);
       },
     },
   );

@@ -255,8 +255,9 @@ export async function previewFirstPeriod(
 }
 
 export interface PlanChangePreview extends PreviewResult {
-  change: PlanChangeKind;
-  /** When the new plan takes effect: an upgrade on the change day, a downgrade at the period end. */
+  /** downgrade_removed: the current plan requested while a downgrade is pending (the period end bills the current plan). */
+  change: PlanChangeKind | 'downgrade_removed';
+  /** When the new plan takes effect: an upgrade on the change day, a downgrade (or its removal) at the period end. */
   effectiveAt: Date;
   /** A downgrade: what the boundary that switches plans will issue (nothing is billed at the change). */
   atEffectiveDate: PreviewResult;
@@ -277,7 +278,7 @@ export async function previewPlanChange(
 ): Promise<PlanChangePreview> {
   const book = new PreviewBook(db, base, []);
   const ctx = dryContext(db, deps, book);
-  const change = classifyPlanChange(state.plan, target);
+  const change = target.id === state.plan.id ? 'downgrade_removed' : classifyPlanChange(state.plan, target);
   const period = state.currentPeriod!;
   const { state: next } = await changePlan(ctx, state, target, at);
   if (change === 'upgrade') {

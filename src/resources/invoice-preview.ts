@@ -106,9 +106,11 @@ export const planChangePreviewResource = z
     subscription_id: z.string(),
     plan_id: z.string().describe('the current plan'),
     new_plan_id: z.string(),
-    change: z.enum(['upgrade', 'downgrade']),
+    change: z
+      .enum(['upgrade', 'downgrade', 'downgrade_removed'])
+      .describe('downgrade_removed: new_plan_id is the current plan and removes the pending downgrade'),
     effective_date: timestamp.describe(
-      'when the new plan takes effect: an upgrade at the start of the change day, a downgrade at the period end',
+      'when the new plan takes effect: an upgrade at the start of the change day, a downgrade (or its removal) at the period end',
     ),
     invoices: z.array(invoicePreviewResource).describe('issued at the change'),
     credit_notes: z.array(creditNotePreviewResource).describe('issued at the change (in advance, the unused part of the old base fee)'),

@@ -379,6 +379,37 @@ describe('POST /v1/subscriptions/{id}/change_plan_preview', () => {
     });
   }
 
+  it('the current plan while a downgrade is pending: the downgrade removed, the period billed on the current plan', async () => {
+    const clock = await createClock('2026-03-01T00:00:00Z');
+    const customer = await createCustomer(clock.id);
+    const [current, lower] = await Promise.all([createPlan(3100), createPlan(1550)]);
+    const sub = await subscribe({ customer_id: customer.id, plan_id: current.code });
+    await advance(clock.id, '2026-03-16T12:00:00Z');
+    await sendCalls(customer, ['2026-03-05T10:00:00Z', '2026-03-10T10:00:00Z']);
+    ok(await put(`/v1/subscriptions/${sub.id}`, { plan_id: lower.code }));
+    const before = (await invoicesOf(sub.id)).map((i) => i.id);
+
+    const preview = await previewing<PlanChangePreviewResource>(`/v1/subscriptions/${sub.id}/change_plan_preview`, {
+      new_plan_id: current.code,
+    });
+    expect(preview).toMatchObject({
+      plan_id: current.id,
+      new_plan_id: current.id,
+      change: 'downgrade_removed',
+      effective_date: at('2026-04-01T00:00:00Z'),
+      invoices: [],
+      credit_notes: [],
+    });
+    // March on the current plan and its 2 calls, and nothing on the lower plan.
+    expect(preview.invoices_at_effective_date.map((i) => i.total)).toEqual(['3110.0000']);
+
+    ok(await put(`/v1/subscriptions/${sub.id}`, { plan_id: current.code }));
+    expect((await invoicesOf(sub.id)).filter((i) => !before.includes(i.id))).toEqual([]);
+    await advance(clock.id, '2026-04-01T00:00:00Z');
+    const atBoundary = (await invoicesOf(sub.id)).filter((i) => !before.includes(i.id));
+    expect(preview.invoices_at_effective_date.map(sorted)).toEqual(atBoundary.map(asPreview));
+  });
+
   it('404, 400 and 422 in the uniform error body', async () => {
     const customer = await createCustomer(null);
     const plan = await createPlan(3100);
@@ -386,7 +417,15 @@ describe('POST /v1/subscriptions/{id}/change_plan_preview', () => {
     expectError(await post('/v1/subscriptions/nope/change_plan_preview', { new_plan_id: plan.id }), 404, 'subscription_not_found');
     expectError(await post(`/v1/subscriptions/${sub.id}/change_plan_preview`, { new_plan_id: 'nope' }), 404, 'plan_not_found');
     expectValidationError(await post(`/v1/subscriptions/${sub.id}/change_plan_preview`, {}), 'new_plan_id');
-    expectValidationError(await post(`/v1/subscriptions/${sub.id}/change_plan_preview`, { new_plan_id: plan.id }), 'new_plan_id');
+    // The same plan with no downgrade pending: refused as the change itself refuses it.
+    const samePlan = await post(`/v1/subscriptions/${sub.id}/change_plan_preview`, { new_plan_id: plan.id });
+    const samePlanChange = await put(`/v1/subscriptions/${sub.id}`, { plan_id: plan.id });
+    const withoutRequestId = ({ request_id: _, ...body }: Record<string, unknown>) => body;
+    expect([samePlan.statusCode, withoutRequestId(samePlan.json())]).toEqual([
+      samePlanChange.statusCode,
+      withoutRequestId(samePlanChange.json()),
+    ]);
+    expect(samePlan.statusCode).toBe(400);
     const other = await createPlan(9300);
     expectValidationError(
       await post(`/v1/subscriptions/${sub.id}/change_plan_preview`, { plan_id: other.id, effective_date: '2000-01-01T00:00:00Z' }),

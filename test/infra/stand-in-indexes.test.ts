@@ -35,9 +35,8 @@ beforeAll(async () => {
     startMongoStandIn({ storage: join(h2Dir, 'indexed.mv') }),
     startMongoStandIn({ storage: join(h2Dir, 'scanned.mv'), indexes: false }),
   ]);
-  [indexedClient, scannedClient, indexedH2Client, scannedH2Client] = await Promise.all(
-    servers.map((server) => MongoClient.connect(server.address)),
-  );
+  const clients = await Promise.all(servers.map((server) => MongoClient.connect(server.address)));
+  [indexedClient, scannedClient, indexedH2Client, scannedH2Client] = clients as [MongoClient, MongoClient, MongoClient, MongoClient];
 }, 120_000);
 
 afterAll(async () => {

@@ -2,6 +2,7 @@
 // or a new subscription's first one, and what a plan change would invoice and credit. They write
 // nothing and change no workflow: the billing steps run dry on the subscription's state
 // (src/billing/preview.ts), read from its workflow (the `state` query), else from the document.
+import { planChangeRefusal } from '../../domain/plan-change-refusal';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -214,14 +215,11 @@ export const previewRoutes: FastifyPluginAsyncZod = async (app) => {
       const target = await findPlan(app, organizationId, (request.body.new_plan_id ?? request.body.plan_id)!);
       const state = await stateOf(doc);
       refuseIfOver(state);
-      if (state.status === 'paused') throw new InvalidTransition('The subscription is paused: resume it to change its plan');
       // The workflow's validator's refusals (workflows/subscription.ts, changePlan), answered alike.
+      const refusal = planChangeRefusal(state, { id: target._id, currency: target.currency });
+      if (refusal)
+        throw refusal.kind === 'Validation' ? Validation.field('new_plan_id', refusal.message) : new InvalidTransition(refusal.message);
       if (state.status !== 'active' || !state.currentPeriod) throw new InvalidTransition(`The subscription is ${state.status}`);
-      if (state.endingAt !== null) throw new InvalidTransition('The subscription is canceled: its plan can no longer change');
-      if (target.currency.toUpperCase() !== state.plan.currency.toUpperCase()) {
-        throw Validation.field('new_plan_id', `the plan is in ${target.currency}, the subscription in ${state.plan.currency}`);
-      }
-      if (target._id === state.plan.id) throw Validation.field('new_plan_id', 'the subscription is already on this plan');
       const customer = await Customer.findById(doc.customer_id, { test_clock_id: 1 }).lean();
       const at = request.body.effective_date ?? (await customerNow(db, customer ?? {}, app.deps.now()));
       const period = state.currentPeriod;
