@@ -418,24 +418,28 @@ async function billingDay() {
     // A boundary step is done when its projection is written (state_version 1 -> 2), after its
     // invoice's finalization: then nothing of it is left in flight.
     const stepsFilter = { organization_id: org.id, state_version: { $gte: 2 } };
+    // The poll is light (the stand-in reads every document a count matches): the finalized
+    // invoices every 2 s; the created ones and the steps done every 15 s, and at every poll once
+    // all are finalized. Counting all three every 250 ms took 40 % of the stand-in's CPU at 10,000.
+    let created = 0;
+    let steps = 0;
     while (Date.now() < deadline) {
-      let counts;
+      let finalized;
       try {
-        counts = await Promise.all([
-          invoices.countDocuments(filter),
-          invoices.countDocuments({ ...filter, status: 'finalized' }),
-          db.models.Subscription.countDocuments(stepsFilter),
-        ]);
+        finalized = await invoices.countDocuments({ ...filter, status: 'finalized' });
+        const sinceLog = Date.now() - T0 - lastLog;
+        if (finalized >= N || sinceLog >= 15_000) {
+          [created, steps] = await Promise.all([invoices.countDocuments(filter), db.models.Subscription.countDocuments(stepsFilter)]);
+        }
       } catch (err) {
         // A busy MongoDB may time a poll out: the next one tries again.
         log(`poll failed (${err.message}): retrying`);
         await sleep(1000);
         continue;
       }
-      const [created, finalized, steps] = counts;
       const t = Date.now() - T0;
       samples.push({ t, created, finalized });
-      if (firstCreated === null && created > 0) firstCreated = t;
+      if (firstCreated === null && Math.max(created, finalized) > 0) firstCreated = t;
       if (allCreated === null && created >= N) allCreated = t;
       if (allFinalized === null && finalized >= N) allFinalized = t;
       if (allStepsDone === null && steps >= N) allStepsDone = t;
@@ -458,7 +462,7 @@ async function billingDay() {
         lastLog = t;
         log(`T0+${seconds(t)} s: ${created} invoices created, ${finalized} finalized, ${steps} boundary steps done`);
       }
-      await sleep(250);
+      await sleep(finalized >= N ? 250 : 2000);
     }
     const peakMemoryMiB = memory.stop();
     const commands = own ? commandsPerBoundary(own.commands, commandsAtT0) : null;
