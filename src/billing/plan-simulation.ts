@@ -55,6 +55,8 @@ import { terminate } from './subscription/ending';
 import {
   baseFeeLine,
   billKey,
+  parseBillKey,
+  type BillKey,
   chargeLines,
   issue,
   planView,
@@ -317,22 +319,6 @@ export interface PastSimulationInput {
   /** Billed spans starting at or after `from` and ending at or before `to` are re-priced. */
   from: Date;
   to: Date;
-}
-
-/** A subscription bill's idempotency key (src/billing/subscription/shared.ts, billKey), parsed. */
-interface BillKey {
-  from: string;
-  kind: string;
-  planId: string;
-  /** `paused`, `resume`: bills of pause and resume. */
-  suffix: string | null;
-}
-
-const BILL_KEY = /^[^/]+\/([^/]+)\/(advance|subscription|carried)\/([^/]+)\/v\d+(?:\/([a-z_]+))?$/;
-
-function parseBillKey(key: string): BillKey | null {
-  const m = BILL_KEY.exec(key);
-  return m ? { from: m[1]!, kind: m[2]!, planId: m[3]!, suffix: m[4] ?? null } : null;
 }
 
 /** The invoices one step issued together (same subscription, same instant). */

@@ -110,6 +110,23 @@ export function billKey(
   return `${state.subscriptionId}/${typeof from === 'string' ? from : iso(from)}/${kind}/${plan.id}/v${state.version}`;
 }
 
+/** A subscription bill's idempotency key (billKey, with the suffix pause and resume add), parsed. */
+export interface BillKey {
+  from: string;
+  kind: string;
+  planId: string;
+  /** `paused`, `resume`: bills of pause and resume. */
+  suffix: string | null;
+}
+
+const BILL_KEY = /^[^/]+\/([^/]+)\/(advance|subscription|carried)\/([^/]+)\/v\d+(?:\/([a-z_]+))?$/;
+
+/** The key's parts, or null for a key of another kind (a credit's, an upgrade's). */
+export function parseBillKey(key: string): BillKey | null {
+  const m = BILL_KEY.exec(key);
+  return m ? { from: m[1]!, kind: m[2]!, planId: m[3]!, suffix: m[4] ?? null } : null;
+}
+
 export function feeIdOf(invoiceId: string): string {
   return deterministicId(`fee/${invoiceId}/${BASE_FEE_KEY}`);
 }
