@@ -23,7 +23,6 @@
  * Each step is one activity that receives the state and the instant it acts for and returns the
  * next state; the workflow keeps that state (and carries it through continue-as-new).
  */
-import { planChangeRefusal } from '../src/domain/plan-change-refusal';
 import {
   allHandlersFinished,
   ApplicationFailure,
@@ -38,6 +37,7 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { SubscriptionStepResult } from '../src/billing/subscription/shared';
+import { planChangeRefusal } from '../src/domain/plan-change-refusal';
 import type { SubscriptionResource } from '../src/resources/subscription';
 import {
   dueBy,

@@ -1,7 +1,7 @@
 // Shared by the catalog routes (customers, billable metrics, plans, taxes, coupons, add-ons,
 // commitments, usage thresholds, webhook endpoints, test clocks) and the subscription routes:
-// lookups by id or code that answer the resource's 404, updates and soft deletes of live documents, pages of a list, and the
-// duplicate-code conflict.
+// lookups by id or code that answer the resource's 404, updates and soft deletes of live
+// documents, pages of a list, and the duplicate-code conflict.
 import type { FastifyReply } from 'fastify';
 import type { Model } from 'mongoose';
 import { isDuplicateKeyError } from '../db';

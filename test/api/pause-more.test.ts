@@ -41,6 +41,14 @@ const baseFees = (invoices: InvoiceResource[]) =>
   invoices.flatMap((i) => i.fees!.filter((f) => f.fee_type === 'subscription').map((f) => Number(f.amount_cents)));
 const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
 
+/** The clock moved to `pauseAt`, the subscription paused, the clock moved to `resumeAt`, the subscription resumed. */
+async function pausedBetween(clockId: string, subscriptionId: string, pauseAt: string, resumeAt: string): Promise<void> {
+  await advance(clockId, pauseAt);
+  await ok(await post(`/v1/subscriptions/${subscriptionId}/pause`), 200);
+  await advance(clockId, resumeAt);
+  await ok(await post(`/v1/subscriptions/${subscriptionId}/resume`), 200);
+}
+
 describe('pause and resume, more cases', () => {
   it('pay in advance, paused 10 days mid-month then resumed: 2100 credited at the pause, 1100 charged at the resume, 2100 of base fee for March', async () => {
     const clock = await createClock('2030-03-01T00:00:00Z');
@@ -122,14 +130,8 @@ describe('pause and resume, more cases', () => {
     const sub = await subscribe({ customer_id: customer.id, plan_id: plan.id });
 
     // Active March 1-5, paused 6-10, active 11-15, paused 16-25, active 26-31.
-    await advance(clock.id, '2030-03-06T00:00:00Z');
-    await ok(await post(`/v1/subscriptions/${sub.id}/pause`), 200);
-    await advance(clock.id, '2030-03-11T00:00:00Z');
-    await ok(await post(`/v1/subscriptions/${sub.id}/resume`), 200);
-    await advance(clock.id, '2030-03-16T00:00:00Z');
-    await ok(await post(`/v1/subscriptions/${sub.id}/pause`), 200);
-    await advance(clock.id, '2030-03-26T00:00:00Z');
-    await ok(await post(`/v1/subscriptions/${sub.id}/resume`), 200);
+    await pausedBetween(clock.id, sub.id, '2030-03-06T00:00:00Z', '2030-03-11T00:00:00Z');
+    await pausedBetween(clock.id, sub.id, '2030-03-16T00:00:00Z', '2030-03-26T00:00:00Z');
     expect(await invoicesOf(sub.id)).toEqual([]);
     // One call in each active part (2 in the first), one in each pause.
     await sendCalls(customer, [
@@ -158,10 +160,7 @@ describe('pause and resume, more cases', () => {
     const customer = await createCustomer(clock.id);
     const plan = await createPlan(3100);
     const sub = await subscribe({ customer_id: customer.id, plan_id: plan.id });
-    await advance(clock.id, '2030-03-11T00:00:00Z');
-    await ok(await post(`/v1/subscriptions/${sub.id}/pause`), 200);
-    await advance(clock.id, '2030-03-21T00:00:00Z');
-    await ok(await post(`/v1/subscriptions/${sub.id}/resume`), 200);
+    await pausedBetween(clock.id, sub.id, '2030-03-11T00:00:00Z', '2030-03-21T00:00:00Z');
     await advance(clock.id, '2030-03-25T12:00:00Z');
     await sendCalls(customer, ['2030-03-05T10:00:00Z', '2030-03-23T10:00:00Z']);
     const terminated = await scenario
@@ -178,10 +177,7 @@ describe('pause and resume, more cases', () => {
     const customer = await createCustomer(clock.id);
     const [basic, pro] = await Promise.all([createPlan(3100), createPlan(6200)]);
     const sub = await subscribe({ customer_id: customer.id, plan_id: basic.id });
-    await advance(clock.id, '2030-03-11T00:00:00Z');
-    await ok(await post(`/v1/subscriptions/${sub.id}/pause`), 200);
-    await advance(clock.id, '2030-03-21T00:00:00Z');
-    await ok(await post(`/v1/subscriptions/${sub.id}/resume`), 200);
+    await pausedBetween(clock.id, sub.id, '2030-03-11T00:00:00Z', '2030-03-21T00:00:00Z');
     await advance(clock.id, '2030-03-26T12:00:00Z');
     await sendCalls(customer, ['2030-03-05T10:00:00Z', '2030-03-05T11:00:00Z', '2030-03-15T10:00:00Z', '2030-03-23T10:00:00Z']);
     await ok(
@@ -215,10 +211,7 @@ describe('pause and resume, more cases', () => {
     const customer = await createCustomer(clock.id);
     const [basic, pro] = await Promise.all([createPlan(3100), createPlan(6200)]);
     const sub = await subscribe({ customer_id: customer.id, plan_id: basic.id, pay_in_advance: true });
-    await advance(clock.id, '2030-03-11T00:00:00Z');
-    await ok(await post(`/v1/subscriptions/${sub.id}/pause`), 200);
-    await advance(clock.id, '2030-03-21T00:00:00Z');
-    await ok(await post(`/v1/subscriptions/${sub.id}/resume`), 200);
+    await pausedBetween(clock.id, sub.id, '2030-03-11T00:00:00Z', '2030-03-21T00:00:00Z');
     await advance(clock.id, '2030-03-26T12:00:00Z');
     await sendCalls(customer, ['2030-03-05T10:00:00Z', '2030-03-05T11:00:00Z', '2030-03-15T10:00:00Z', '2030-03-23T10:00:00Z']);
     await ok(

@@ -2,7 +2,6 @@
 // or a new subscription's first one, and what a plan change would invoice and credit. They write
 // nothing and change no workflow: the billing steps run dry on the subscription's state
 // (src/billing/preview.ts), read from its workflow (the `state` query), else from the document.
-import { planChangeRefusal } from '../../domain/plan-change-refusal';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -11,6 +10,7 @@ import { fromDecimal128 } from '../../db/decimal';
 import { customerLookup } from '../../db/models/customer';
 import type { SubscriptionDoc } from '../../db/models/subscription';
 import type { AppliedCoupon } from '../../domain/coupons';
+import { planChangeRefusal } from '../../domain/plan-change-refusal';
 import { InvalidTransition, NotFound, Validation } from '../../errors';
 import { previewFirstPeriod, previewPeriodEnd, previewPlanChange, type PreviewedInvoice } from '../../billing/preview';
 import type { SubscriptionBillingDeps } from '../../billing/subscription/shared';
