@@ -172,12 +172,25 @@ async function recordPending(
   return record;
 }
 
-/** Records every parked change of a wallet (after a crash between a balance change and its record). */
+/**
+ * Records the parked changes of a wallet (after a crash between a balance change and its record).
+ * A purchase whose credit invoice is not finalized yet stays parked: the top-up that parked it may
+ * be creating that invoice right now, and its record must not name an invoice nobody can read yet
+ * (or a draft that is about to take its number). The top-up, or its retry with the same ids,
+ * records it once the invoice is issued. Answers how many were recorded.
+ */
 export async function recordPendingTransactions(deps: WalletDeps, walletId: string): Promise<number> {
-  const wallet = await deps.models.Wallet.findById(walletId, { organization_id: 1, customer_id: 1, pending_transactions: 1 }).lean();
+  const { Wallet, Invoice } = deps.models;
+  const wallet = await Wallet.findById(walletId, { organization_id: 1, customer_id: 1, pending_transactions: 1 }).lean();
   if (!wallet) return 0;
-  for (const pending of wallet.pending_transactions ?? []) await recordPending(deps.models, wallet, pending);
-  return wallet.pending_transactions?.length ?? 0;
+  let recorded = 0;
+  for (const pending of wallet.pending_transactions ?? []) {
+    const awaitsInvoice = pending.status === 'purchased' && !!pending.invoice_id && !pendingSettledAt(pending);
+    if (awaitsInvoice && !(await Invoice.exists({ _id: pending.invoice_id, status: { $ne: 'draft' } }))) continue;
+    await recordPending(deps.models, wallet, pending);
+    recorded++;
+  }
+  return recorded;
 }
 
 export interface CreateWalletInput {
@@ -262,7 +275,7 @@ function purchaseEntry(
 /**
  * Writes the records of a top-up's parked changes, in the order given, after the credit invoice of
  * its purchase, if any, exists (so that no purchase record names an invoice that a crash left
- * uncreated, except for the repair path of recordPendingTransactions, which a retry completes).
+ * uncreated; the repair path, recordPendingTransactions, leaves such a purchase to a retry).
  * Each change is found parked on the wallet or already recorded.
  */
 async function recordTopUp(

@@ -592,6 +592,12 @@ describe('paid, granted and voided top-ups', () => {
     // The grant is applied, the purchase parked; no invoice yet.
     expect(await balanceOf(w.id)).toEqual({ credits_balance: '1.0000', balance_cents: '300.0000' });
     expect(await stack.db.models.Invoice.countDocuments({ customer_id: c.id })).toBe(0);
+    // Listing the transactions records what a crash left parked, but not a purchase whose credit
+    // invoice is not issued yet (its top-up may be creating it this very moment): no record may
+    // name an invoice that cannot be read.
+    const meanwhile = await transactions(w.id);
+    expect(meanwhile.items.map((t) => [t.id, t.status])).toEqual([[ids.granted, 'granted']]);
+    expect((await stack.db.models.Wallet.findById(w.id).lean())!.pending_transactions.map((p) => p.id)).toEqual([ids.paid]);
 
     const retry = await applyTopUp(stack.db, {
       ...input,
@@ -607,6 +613,7 @@ describe('paid, granted and voided top-ups', () => {
     const credit = await invoice(purchase.invoice_id!);
     expect(credit).toMatchObject({ invoice_type: 'credit', status: 'finalized' });
     expect(dec(credit.total).toFixed()).toBe('600');
+    expect((await stack.db.models.Wallet.findById(w.id).lean())!.pending_transactions).toEqual([]);
   });
 
   it('an Idempotency-Key makes a repeated purchase the same one', async () => {
