@@ -30,9 +30,14 @@ RUN --mount=type=cache,target=/root/.npm \
 # ---- runtime ----------------------------------------------------------------------------------
 FROM ${NODE_IMAGE} AS runtime
 # HOST: the API's default (127.0.0.1) is unreachable from outside a container.
+# MALLOC_*: glibc malloc gives freed memory back instead of keeping it in per-thread arenas (the
+# worker's native memory, docs/performance.md "Worker memory").
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
-    PORT=3000
+    PORT=3000 \
+    MALLOC_ARENA_MAX=2 \
+    MALLOC_TRIM_THRESHOLD_=131072 \
+    MALLOC_MMAP_THRESHOLD_=131072
 WORKDIR /app
 # Files stay owned by root and read-only for the process; it runs as the image's unprivileged
 # `node` user (uid 1000) and writes nothing to disk.

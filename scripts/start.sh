@@ -97,7 +97,13 @@ if [ "${METRICS_ENABLED:-true}" != "false" ]; then
     die "port ${WORKER_METRICS_PORT:-9465} (the worker's metrics) is in use: stop what listens there, or set WORKER_METRICS_PORT (or METRICS_ENABLED=false)"
 fi
 log "worker (log: .data/logs/worker.log)"
-node dist/src/worker.js >"$DATA/logs/worker.log" 2>&1 &
+# The worker's memory (docs/performance.md, "Worker memory"): a bounded V8 heap for each of its
+# isolates (the activities' and the workflow sandbox's), and glibc malloc returning freed memory.
+: "${WORKER_NODE_FLAGS:=--max-old-space-size=256}"
+# shellcheck disable=SC2086 # WORKER_NODE_FLAGS holds several flags
+MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}" MALLOC_TRIM_THRESHOLD_="${MALLOC_TRIM_THRESHOLD_:-131072}" \
+  MALLOC_MMAP_THRESHOLD_="${MALLOC_MMAP_THRESHOLD_:-131072}" \
+  node $WORKER_NODE_FLAGS dist/src/worker.js >"$DATA/logs/worker.log" 2>&1 &
 pids+=($!)
 log "API (log: .data/logs/api.log)"
 node dist/src/server.js >"$DATA/logs/api.log" 2>&1 &

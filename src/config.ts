@@ -45,7 +45,7 @@ export const configSchema = z.object({
    */
   API_WORKERS: z.coerce.number().int().min(1).max(64).default(1),
   /** Workflows a worker keeps in memory between their tasks; an evicted one replays its history. */
-  WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).max(100_000).default(250),
+  WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).max(100_000).default(100),
   /**
    * Billing day: subscriptions sharing a boundary (most are calendar-aligned) bill it spread over
    * this window, each at its own deterministic offset. Amounts never depend on the offset.

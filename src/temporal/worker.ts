@@ -36,9 +36,10 @@ export interface WorkerSettings {
   workflowBundle?: WorkerOptions['workflowBundle'];
   maxConcurrentActivityTaskExecutions?: number;
   /**
-   * Workflows kept in memory between their tasks (default 250, about 0.75 MiB each). An evicted
-   * one is replayed from its history at its next task; unbounded, a billing day's 10,000
-   * subscriptions held 2.4 GiB, and 1 GiB at 1000.
+   * Workflows kept in memory between their tasks (default 100). An evicted one is replayed from
+   * its history at its next task; unbounded, a billing day's 10,000 subscriptions held 2.4 GiB,
+   * and 1 GiB at 1000. On a billing day every boundary is a different workflow, so 50 bill as fast
+   * as 250 (docs/performance.md, "Worker memory").
    */
   maxCachedWorkflows?: number;
   /** Tracing is on: RunActivity spans, and the workflow interceptors with their span sink. */
@@ -53,7 +54,7 @@ export async function createWorker(settings: WorkerSettings): Promise<Worker> {
     activities: settings.activities,
     ...(settings.workflowBundle ? { workflowBundle: settings.workflowBundle } : { workflowsPath: workflowsPath() }),
     maxConcurrentActivityTaskExecutions: settings.maxConcurrentActivityTaskExecutions ?? 50,
-    maxCachedWorkflows: settings.maxCachedWorkflows ?? 250,
+    maxCachedWorkflows: settings.maxCachedWorkflows ?? 100,
     shutdownGraceTime: '10s',
     ...(settings.tracing ? tracingOptions(settings.tracing, settings.workflowBundle === undefined) : {}),
   });

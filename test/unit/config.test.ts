@@ -32,7 +32,7 @@ describe('loadConfig', () => {
       OTEL_SDK_DISABLED: false,
       METRICS_ENABLED: true,
       WORKER_METRICS_PORT: 9465,
-      WORKER_MAX_CACHED_WORKFLOWS: 250,
+      WORKER_MAX_CACHED_WORKFLOWS: 100,
     });
     const config = loadConfig({});
     expect(config.BILLING_SIGNUP_TOKEN).toBeUndefined();
