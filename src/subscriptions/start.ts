@@ -1,6 +1,7 @@
 // Building a subscriptionWorkflow's first state from the subscription document, and starting the
 // workflow: used by the API (creation) and by the reconciler (a missing workflow restarted).
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import type { Models } from '../db';
 import type { SubscriptionDoc } from '../db/models/subscription';
 import type { TemporalClient } from '../temporal/client';
 import type { ClockRef } from '../test-clocks/time';
@@ -12,6 +13,37 @@ export interface BillingTiming {
   jitterWindowMs: number;
   /** How often usage is checked against a plan's usage thresholds. */
   progressiveCheckMs: number;
+}
+
+/** The timing configured for subscriptions off test clocks (src/config.ts; its defaults where a value is absent). */
+export function configuredTiming(config: {
+  BILLING_JITTER_WINDOW_SECONDS?: number;
+  PROGRESSIVE_BILLING_CHECK_MINUTES?: number;
+}): BillingTiming {
+  return {
+    jitterWindowMs: (config.BILLING_JITTER_WINDOW_SECONDS ?? 120) * 1000,
+    progressiveCheckMs: (config.PROGRESSIVE_BILLING_CHECK_MINUTES ?? 60) * 60_000,
+  };
+}
+
+/**
+ * A customer's subscriptions' timing. On a test clock they step exactly at their instants: no
+ * billing-day jitter (a boundary's invoice exists once the clock passed it), and progressive checks
+ * once a day of clock time at most (an hourly check would make a year's advance 8,760 steps).
+ */
+export function timingFor(timing: BillingTiming, customer: { test_clock_id?: string | null }): BillingTiming {
+  return customer.test_clock_id ? { jitterWindowMs: 0, progressiveCheckMs: Math.max(timing.progressiveCheckMs, 86_400_000) } : timing;
+}
+
+/** The zone a customer's subscriptions bill in: the customer's, else the organization's (billing-rules.md, Billing periods). */
+export async function billingTimezone(
+  models: Pick<Models, 'Organization'>,
+  organizationId: string,
+  customerTimezone: string | null | undefined,
+): Promise<string> {
+  if (customerTimezone) return customerTimezone;
+  const org = await models.Organization.findById(organizationId, { timezone: 1 }).lean();
+  return org?.timezone ?? 'UTC';
 }
 
 export function planSnapshot(plan: {

@@ -21,7 +21,7 @@ import {
   toInvoicePreviewResource,
 } from '../../resources/invoice-preview';
 import { BILLING_TIMES } from '../../resources/subscription';
-import { initialState, planSnapshot } from '../../subscriptions/start';
+import { billingTimezone, configuredTiming, initialState, planSnapshot, timingFor } from '../../subscriptions/start';
 import { isFinal, type SubscriptionState } from '../../subscriptions/state';
 import { customerNow } from '../../test-clocks/time';
 import { workflowIds } from '../../temporal/workflow-ids';
@@ -71,7 +71,7 @@ const changePlanPreviewBody = z
 
 export const previewRoutes: FastifyPluginAsyncZod = async (app) => {
   const { db, temporal } = app.deps;
-  const { Coupon, Customer, Organization, Subscription } = db.models;
+  const { Coupon, Customer, Subscription } = db.models;
   const tags = ['previews'];
   const deps: SubscriptionBillingDeps = { models: db.models, temporal };
   const config = app.deps.config as Partial<Config>;
@@ -172,7 +172,6 @@ export const previewRoutes: FastifyPluginAsyncZod = async (app) => {
       if (plan.currency !== customer.currency) {
         throw Validation.field('plan_id', `the plan is in ${plan.currency}, the customer in ${customer.currency}`);
       }
-      const organization = await Organization.findById(organizationId, { timezone: 1 }).lean();
       // The subscription as POST /v1/subscriptions would make it, never saved.
       const doc = new Subscription({
         organization_id: organizationId,
@@ -188,10 +187,9 @@ export const previewRoutes: FastifyPluginAsyncZod = async (app) => {
         on_termination_action: 'generate_invoice',
         state_version: 0,
       }).toObject();
-      const state = initialState(doc, planSnapshot(plan), customer.timezone ?? organization?.timezone ?? 'UTC', {
-        jitterWindowMs: 0,
-        progressiveCheckMs: (config.PROGRESSIVE_BILLING_CHECK_MINUTES ?? 60) * 60_000,
-      });
+      // As POST /v1/subscriptions would time it, without the billing-day spread (same amounts).
+      const timing = { ...timingFor(configuredTiming(config), customer), jitterWindowMs: 0 };
+      const state = initialState(doc, planSnapshot(plan), await billingTimezone(db.models, organizationId, customer.timezone), timing);
       const { main, invoices } = await previewFirstPeriod(db, deps, doc, state, { coupons });
       if (!main) throw new InvalidTransition('The subscription would bill nothing in its first period');
       return withSiblings(main, invoices);

@@ -26,7 +26,15 @@ import {
   toSubscriptionResource,
   type SubscriptionResource,
 } from '../../resources/subscription';
-import { initialState, planSnapshot, ensureSubscriptionWorkflow, subscriptionLabels, type BillingTiming } from '../../subscriptions/start';
+import {
+  billingTimezone,
+  configuredTiming,
+  ensureSubscriptionWorkflow,
+  initialState,
+  planSnapshot,
+  subscriptionLabels,
+  timingFor,
+} from '../../subscriptions/start';
 import { isFinal, nextBillingAt, pastFromState, scheduledSteps, type SubscriptionState } from '../../subscriptions/state';
 import { clockOfCustomer, clockOfCustomerId, type ClockRef } from '../../test-clocks/time';
 import { workflowIds } from '../../temporal/workflow-ids';
@@ -109,29 +117,13 @@ function refusal(err: WorkflowUpdateFailedError): Error | null {
 
 export const subscriptionRoutes: FastifyPluginAsyncZod = async (app) => {
   const { db, temporal } = app.deps;
-  const { Customer, Organization, Plan, Subscription } = db.models;
+  const { Customer, Plan, Subscription } = db.models;
   const tags = ['subscriptions'];
   // The test stack passes a partial configuration: the defaults of src/config.ts apply.
   const config = app.deps.config as Partial<Config>;
-  const timing: BillingTiming = {
-    jitterWindowMs: (config.BILLING_JITTER_WINDOW_SECONDS ?? 120) * 1000,
-    progressiveCheckMs: (config.PROGRESSIVE_BILLING_CHECK_MINUTES ?? 60) * 60_000,
-  };
+  const timing = configuredTiming(config);
 
   const findSubscription = (organizationId: string, ref: string) => findSubscriptionOf(Subscription, organizationId, ref);
-
-  /** The customer's zone, else the organization's (billing-rules.md, Billing periods). */
-  async function timezoneFor(organizationId: string, customerTimezone: string | null): Promise<string> {
-    if (customerTimezone) return customerTimezone;
-    const org = await Organization.findById(organizationId, { timezone: 1 }).lean();
-    return org?.timezone ?? 'UTC';
-  }
-
-  /** A test clock's subscriptions step exactly at their instants: the clock, not the billing-day spread, sets the pace. */
-  // On a test clock: no billing-day jitter (a boundary's invoice exists once the clock passed it) and
-  // progressive checks once a day of clock time (an hourly check would make a year's advance 8,760 steps).
-  const timingFor = (customer: { test_clock_id?: string | null }): BillingTiming =>
-    customer.test_clock_id ? { jitterWindowMs: 0, progressiveCheckMs: Math.max(timing.progressiveCheckMs, 86_400_000) } : timing;
 
   /** The state the workflow resumes from: its last projection, else a first state rebuilt. */
   async function stateOf(doc: SubscriptionDoc): Promise<SubscriptionState> {
@@ -142,8 +134,8 @@ export const subscriptionRoutes: FastifyPluginAsyncZod = async (app) => {
     return initialState(
       doc,
       planSnapshot(plan),
-      await timezoneFor(doc.organization_id, customer?.timezone ?? null),
-      timingFor(customer ?? {}),
+      await billingTimezone(db.models, doc.organization_id, customer?.timezone),
+      timingFor(timing, customer ?? {}),
     );
   }
 
@@ -242,8 +234,8 @@ export const subscriptionRoutes: FastifyPluginAsyncZod = async (app) => {
       const state = initialState(
         draft.toObject(),
         planSnapshot(plan),
-        await timezoneFor(organizationId, customer.timezone),
-        timingFor(customer),
+        await billingTimezone(db.models, organizationId, customer.timezone),
+        timingFor(timing, customer),
       );
       draft.workflow_state = state as unknown as Record<string, unknown>;
       let doc: SubscriptionDoc;
