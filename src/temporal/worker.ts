@@ -19,15 +19,6 @@ export function workflowsPath(): string {
   throw new Error(`workflows module not found next to ${base}`);
 }
 
-/**
- * Modules the workflow sandbox evaluates once and shares between workflows (the SDK's
- * `preloadModules`), instead of once per workflow: a billing day starts a workflow per boundary
- * and per invoice, and each one evaluated luxon and decimal.js again and rebuilt luxon's locale
- * and zone caches. Both keep no per-workflow state: luxon's caches hold zones and formatters, and
- * decimal.js's settings live in the `Dec` clone each workflow's own `src/domain/money` makes.
- */
-export const WORKFLOW_PRELOAD_MODULES = ['luxon', 'decimal.js'];
-
 /** The workflow sandbox's OpenTelemetry interceptors (workflows/interceptors.ts), bundled only when tracing is on. */
 export function workflowInterceptorsPath(): string {
   return workflowsPath().replace(/index(\.[jt]s)$/, 'interceptors$1');
@@ -61,9 +52,7 @@ export async function createWorker(settings: WorkerSettings): Promise<Worker> {
     namespace: settings.namespace,
     taskQueue: settings.taskQueue,
     activities: settings.activities,
-    ...(settings.workflowBundle
-      ? { workflowBundle: settings.workflowBundle }
-      : { workflowsPath: workflowsPath(), bundlerOptions: { preloadModules: WORKFLOW_PRELOAD_MODULES } }),
+    ...(settings.workflowBundle ? { workflowBundle: settings.workflowBundle } : { workflowsPath: workflowsPath() }),
     maxConcurrentActivityTaskExecutions: settings.maxConcurrentActivityTaskExecutions ?? 50,
     maxCachedWorkflows: settings.maxCachedWorkflows ?? 100,
     shutdownGraceTime: '10s',

@@ -2,7 +2,7 @@
 import { temporal } from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { WORKFLOW_PRELOAD_MODULES, workflowsPath } from '../../src/temporal/worker';
+import { workflowsPath } from '../../src/temporal/worker';
 import { SEARCH_ATTRIBUTE_TYPES } from '../../src/temporal/search-attributes';
 import { paths } from './servers';
 
@@ -55,5 +55,5 @@ export async function waitForTimers(
 
 /** Bundle the workflows once per test file and reuse the bundle for every worker. */
 export function bundleWorkflows(): Promise<WorkflowBundleWithSourceMap> {
-  return bundleWorkflowCode({ workflowsPath: workflowsPath(), preloadModules: WORKFLOW_PRELOAD_MODULES });
+  return bundleWorkflowCode({ workflowsPath: workflowsPath() });
 }
