@@ -32,7 +32,7 @@
 //      --stall seconds (and reports who polls the activity queue) or after --timeout.
 //   5. It reads the history of one subscription workflow and of its invoice's workflow, then ends
 //      what it created (its subscriptions marked terminated, the organization's running workflows
-//      terminated) unless --keep. --cleanup-org does only that, for an earlier run.
+//      terminated, its events and daily usage deleted) unless --keep. --cleanup-org does only that, for an earlier run.
 // --worker stack (the default) uses the stack's worker (task queue billing, 50 activity slots), the
 //   representative setup. --worker own runs the workflows on a worker inside this process, on a
 //   task queue of its own with --slots activity slots (default N + 100), against the stack's API,
@@ -526,7 +526,7 @@ async function billingDay() {
     };
   } finally {
     if (own) await Promise.race([own.stop(), sleep(60_000).then(() => log('the bench worker did not stop within 60 s: going on'))]);
-    if (orgId && (!values.keep || own)) log('cleanup', JSON.stringify(await cleanup(db, client, orgId)));
+    if (orgId && (!values.keep || own)) log('cleanup', JSON.stringify(await cleanup(db, client, orgId, { dropEvents: !values.keep })));
     await connection.close();
     await db.close();
   }
@@ -722,9 +722,11 @@ async function stallDiagnosis(client, taskQueue, organizationId) {
  * Ends what the bench left in the stack for its own organization (nothing else is touched): its
  * subscriptions are marked terminated (so the reconciler leaves them; the version jump keeps a
  * late projection write from reviving them) and every running workflow of the organization
- * (subscriptions, invoices) is terminated. --keep skips it.
+ * (subscriptions, invoices) is terminated. With `dropEvents` (not under --keep) its events and
+ * daily usage go too: `npm run bench` runs the events bench and the test-clock year next, on the
+ * same stand-in, whose 1 GiB heap holds a million events with room to work, not two.
  */
-async function cleanup(db, client, organizationId) {
+async function cleanup(db, client, organizationId, { dropEvents = false } = {}) {
   const at = new Date();
   const marked = await db.models.Subscription.updateMany(
     { organization_id: organizationId, status: { $in: ['pending', 'active'] } },
@@ -742,7 +744,25 @@ async function cleanup(db, client, organizationId) {
       .terminate('billing-day bench cleanup')
       .catch(() => undefined),
   );
-  return { organization_id: organizationId, subscriptions_marked_terminated: marked.modifiedCount, workflows_terminated: ids.length };
+  const dropped = dropEvents ? await dropUsage(db.models, organizationId) : undefined;
+  return {
+    organization_id: organizationId,
+    subscriptions_marked_terminated: marked.modifiedCount,
+    workflows_terminated: ids.length,
+    ...dropped,
+  };
+}
+
+/** Deletes an organization's events and daily usage (the bench's own organization only). */
+async function dropUsage(models, organizationId) {
+  const started = Date.now();
+  const events = await models.Event.deleteMany({ organization_id: organizationId });
+  const daily = await models.DailyUsage.deleteMany({ organization_id: organizationId });
+  return {
+    events_deleted: events.deletedCount,
+    daily_usage_deleted: daily.deletedCount,
+    delete_seconds: Math.round((Date.now() - started) / 1000),
+  };
 }
 
 async function cleanupOnly(organizationId) {
