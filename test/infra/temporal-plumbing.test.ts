@@ -9,8 +9,6 @@ import { createWorker, NativeConnection, workflowsPath } from '../../src/tempora
 import { workflowIds } from '../../src/temporal/workflow-ids';
 import type { PingResult } from '../../workflows/diagnostics';
 import { startPingWorkflow } from '../../workflows/diagnostics.messages';
-import { startInvoiceWorkflow } from '../../workflows/invoice.messages';
-import { fromNativeConnection } from '../../src/temporal/client';
 import { eventually } from '../support/http';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
 
@@ -137,41 +135,3 @@ describe('the API client', () => {
     expect(stack.temporal.namespace).toBe('default');
   });
 });
-
-describe("the worker's client", () => {
-  it('shares the worker connection: an invoice workflow it starts gets its first task in the answer (eager start)', async () => {
-    const own = fromNativeConnection(connection, { namespace: 'default', taskQueue: stack.taskQueue });
-    await expect(own.ping()).resolves.toBeUndefined();
-    expect(own.eagerStart).toBe(true);
-    expect(stack.temporal.eagerStart).toBeFalsy();
-
-    const worker = await newWorker();
-    const input = (invoiceId: string) => ({ invoiceId, createdAt: new Date().toISOString(), gracePeriodDays: 0 });
-    const owner = { organizationId: org.id, customerId: randomUUID() };
-    const [eager, queued] = await worker.runUntil(async () => {
-      const viaWorker = await startInvoiceWorkflow(own, input(randomUUID()), owner);
-      // The API's client (grpc-js) cannot take a task: it starts the workflow the usual way.
-      const viaApi = await startInvoiceWorkflow(stack.temporal, input(randomUUID()), owner);
-      // Both run on the worker: each reaches its first wait.
-      await Promise.all([viaWorker, viaApi].map((h) => waitForFirstTask(h.workflowId)));
-      await Promise.all([viaWorker, viaApi].map((h) => h.terminate('test over')));
-      return [viaWorker, viaApi];
-    });
-    expect(eager.eagerlyStarted).toBe(true);
-    expect(queued.eagerlyStarted).toBe(false);
-    await own.close();
-    // Closing the worker's client leaves the worker's connection open.
-    await expect(connection.workflowService.getSystemInfo({})).resolves.toBeDefined();
-  }, 120_000);
-});
-
-async function waitForFirstTask(workflowId: string): Promise<void> {
-  await eventually(
-    async () => {
-      const history = await stack.temporal.client.workflow.getHandle(workflowId).fetchHistory();
-      return history.events?.some((e) => e.workflowTaskCompletedEventAttributes) ? true : undefined;
-    },
-    15_000,
-    `the first workflow task of ${workflowId}`,
-  );
-}

@@ -112,8 +112,6 @@ export async function startTemporalDevServer(): Promise<RunningServer> {
     'frontend.enableUpdateWorkflowExecutionAsyncAccepted=true',
     '--dynamic-config-value',
     'frontend.enableExecuteMultiOperation=true',
-    '--dynamic-config-value',
-    'system.enableEagerWorkflowStart=true',
     ...SEARCH_ATTRIBUTE_TYPES.flatMap(({ name, type }) => ['--search-attribute', `${name}=${type}`]),
   ];
   const { child, log } = spawnServer(paths.temporalCli, args);
