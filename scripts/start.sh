@@ -64,7 +64,6 @@ if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
     --dynamic-config-value frontend.enableUpdateWorkflowExecution=true \
     --dynamic-config-value frontend.enableUpdateWorkflowExecutionAsyncAccepted=true \
     --dynamic-config-value frontend.enableExecuteMultiOperation=true \
-    --dynamic-config-value system.enableEagerWorkflowStart=true \
     "${sa_flags[@]}" >"$DATA/logs/temporal.log" 2>&1 &
   pids+=($!)
   wait_for_port 127.0.0.1 "$TEMPORAL_PORT" 60 "Temporal dev server"

@@ -13,7 +13,7 @@ import {
   temporalPrometheusMetrics,
   type WorkerMetricsServer,
 } from './metrics/worker-server';
-import { fromNativeConnection } from './temporal/client';
+import { connectTemporal } from './temporal/client';
 import { ensureIdempotencyKeySweepSchedule, ensureReconcilerSchedule } from './temporal/schedules';
 import { createWorker, NativeConnection } from './temporal/worker';
 
@@ -33,9 +33,8 @@ async function main(): Promise<void> {
   const db = await connectDb(config.MONGODB_URI, { tracer: tracing?.tracer });
   await db.ensureIndexes();
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
-  // Activities start and signal workflows through the worker's own connection (eager start of the
-  // invoice workflows they create).
-  const temporal = fromNativeConnection(connection, {
+  const temporal = await connectTemporal({
+    address: config.TEMPORAL_ADDRESS,
     namespace: config.TEMPORAL_NAMESPACE,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     tracing,

@@ -88,8 +88,6 @@ export function startInvoiceWorkflow(
     args: [input],
     workflowIdConflictPolicy: 'USE_EXISTING',
     workflowIdReusePolicy: 'REJECT_DUPLICATE',
-    // From the worker (an invoice made at a boundary), its first task comes back in the answer.
-    ...(temporal.eagerStart ? { requestEagerStart: true } : {}),
     typedSearchAttributes: entitySearchAttributes({
       ...owner,
       entityType: 'invoice',

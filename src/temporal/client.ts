@@ -1,5 +1,4 @@
 import { Client, Connection, type WorkflowClientInterceptor } from '@temporalio/client';
-import type { NativeConnection } from '@temporalio/worker';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import type { Tracing } from '../tracing';
 
@@ -19,12 +18,6 @@ export interface TemporalClient {
   client: Client;
   taskQueue: string;
   namespace: string;
-  /**
-   * The client shares the worker's NativeConnection, so a workflow it starts on the worker's task
-   * queue can ask for eager start: the server hands the first workflow task back in the start's
-   * answer, to this worker, instead of queueing it for a poll.
-   */
-  eagerStart?: boolean;
   /** Resolves when the frontend answers. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -38,20 +31,6 @@ export async function connectTemporal(settings: TemporalSettings): Promise<Tempo
 export function fromConnection(connection: Connection, settings: Omit<TemporalSettings, 'address'>): TemporalClient {
   const workflow: WorkflowClientInterceptor[] = settings.tracing ? [new OpenTelemetryWorkflowClientInterceptor()] : [];
   return wrapClient(new Client({ connection, namespace: settings.namespace, interceptors: { workflow } }), settings.taskQueue);
-}
-
-/**
- * The worker's client, on the worker's own NativeConnection (eager start allowed). Closing it
- * leaves the connection open: the worker closes that after its run.
- */
-export function fromNativeConnection(connection: NativeConnection, settings: Omit<TemporalSettings, 'address'>): TemporalClient {
-  const workflow: WorkflowClientInterceptor[] = settings.tracing ? [new OpenTelemetryWorkflowClientInterceptor()] : [];
-  const client = new Client({ connection, namespace: settings.namespace, interceptors: { workflow } });
-  return {
-    ...wrapClient(client, settings.taskQueue),
-    eagerStart: true,
-    async close() {},
-  };
 }
 
 /** Wraps an existing client (the test environments' own clients, for instance). */
