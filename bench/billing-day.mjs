@@ -53,6 +53,7 @@ import { existsSync, readFileSync, readdirSync, realpathSync, writeFileSync } fr
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { dropOrganizationUsage } from './lib/drop-usage.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({
@@ -744,24 +745,12 @@ async function cleanup(db, client, organizationId, { dropEvents = false } = {}) 
       .terminate('billing-day bench cleanup')
       .catch(() => undefined),
   );
-  const dropped = dropEvents ? await dropUsage(db.models, organizationId) : undefined;
+  const dropped = dropEvents ? await dropOrganizationUsage(db.connection.db, organizationId) : undefined;
   return {
     organization_id: organizationId,
     subscriptions_marked_terminated: marked.modifiedCount,
     workflows_terminated: ids.length,
     ...dropped,
-  };
-}
-
-/** Deletes an organization's events and daily usage (the bench's own organization only). */
-async function dropUsage(models, organizationId) {
-  const started = Date.now();
-  const events = await models.Event.deleteMany({ organization_id: organizationId });
-  const daily = await models.DailyUsage.deleteMany({ organization_id: organizationId });
-  return {
-    events_deleted: events.deletedCount,
-    daily_usage_deleted: daily.deletedCount,
-    delete_seconds: Math.round((Date.now() - started) / 1000),
   };
 }
 

@@ -20,6 +20,7 @@ import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
+import { dropOrganizationUsage } from './lib/drop-usage.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -340,12 +341,7 @@ if (target > 0) {
 }
 // The organization's events and daily usage go (unless --keep): `npm run bench` runs the
 // test-clock year next on the same stand-in, whose 1 GiB heap is sized for a million events.
-const cleanup = values.keep
-  ? null
-  : {
-      events_deleted: (await eventsCollection.deleteMany({ organization_id: org.id })).deletedCount,
-      daily_usage_deleted: (await client.db().collection('daily_usage').deleteMany({ organization_id: org.id })).deletedCount,
-    };
+const cleanup = values.keep ? null : await dropOrganizationUsage(client.db(), org.id);
 await client.close();
 
 console.log(JSON.stringify({ benchmarks: results, ratios, cleanup }, null, 2));
