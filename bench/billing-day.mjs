@@ -55,6 +55,9 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { dropOrganizationUsage } from './lib/drop-usage.mjs';
 
+/** Every event this run stores is created after this instant (its cleanup deletes by created_at). */
+const BENCH_STARTED = new Date();
+
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({
   strict: false, // scripts/bench.sh passes its extra arguments to every HTTP bench
@@ -745,7 +748,7 @@ async function cleanup(db, client, organizationId, { dropEvents = false } = {}) 
       .terminate('billing-day bench cleanup')
       .catch(() => undefined),
   );
-  const dropped = dropEvents ? await dropOrganizationUsage(db.connection.db, organizationId) : undefined;
+  const dropped = dropEvents ? await dropOrganizationUsage(db.connection.db, organizationId, BENCH_STARTED) : undefined;
   return {
     organization_id: organizationId,
     subscriptions_marked_terminated: marked.modifiedCount,

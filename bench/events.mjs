@@ -22,6 +22,9 @@ import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { dropOrganizationUsage } from './lib/drop-usage.mjs';
 
+/** Every event this run sends is created after this instant (its cleanup deletes by created_at). */
+const BENCH_STARTED = new Date();
+
 const { values } = parseArgs({
   options: {
     url: { type: 'string', default: process.env.BENCH_URL ?? 'http://127.0.0.1:3000' },
@@ -341,7 +344,7 @@ if (target > 0) {
 }
 // The organization's events and daily usage go (unless --keep): `npm run bench` runs the
 // test-clock year next on the same stand-in, whose 1 GiB heap is sized for a million events.
-const cleanup = values.keep ? null : await dropOrganizationUsage(client.db(), org.id);
+const cleanup = values.keep ? null : await dropOrganizationUsage(client.db(), org.id, BENCH_STARTED);
 await client.close();
 
 console.log(JSON.stringify({ benchmarks: results, ratios, cleanup }, null, 2));
