@@ -32,7 +32,8 @@
 //      --stall seconds (and reports who polls the activity queue) or after --timeout.
 //   5. It reads the history of one subscription workflow and of its invoice's workflow, then ends
 //      what it created (its subscriptions marked terminated, the organization's running workflows
-//      terminated, its events and daily usage deleted) unless --keep. --cleanup-org does only that, for an earlier run.
+//      terminated, its events and daily usage deleted) unless --keep. --cleanup-org ends the
+//      subscriptions and workflows of an earlier run (its events stay).
 // --worker stack (the default) uses the stack's worker (task queue billing, 50 activity slots), the
 //   representative setup. --worker own runs the workflows on a worker inside this process, on a
 //   task queue of its own with --slots activity slots (default N + 100), against the stack's API,
