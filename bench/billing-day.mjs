@@ -54,6 +54,7 @@ import { existsSync, readFileSync, readdirSync, realpathSync, writeFileSync } fr
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { v7 as uuidv7 } from 'uuid';
 import { dropOrganizationUsage } from './lib/drop-usage.mjs';
 
 /** Every event this run stores is created after this instant (its cleanup deletes by created_at). */
@@ -276,7 +277,7 @@ async function billingDay() {
     );
     log(`organization ${org.id}, plan ${plan.id}, ${N} customers in ${seconds(Date.now() - setupStarted)} s`);
     // The subscriptions' ids are drawn now: the stored history below is theirs.
-    const subscriptionIds = customers.map(() => randomUUID());
+    const subscriptionIds = customers.map(() => uuidv7()); // ids as src/db/base.ts's newId() makes them
     const stored = STORED > 0 ? await storeHistory(db, org.id, customers, subscriptionIds, metrics, periodStart, tag) : null;
     const customersDone = Date.now();
 
@@ -560,7 +561,7 @@ async function storeHistory(db, organizationId, customers, subscriptionIds, metr
         const i = k % customers.length;
         const metric = metrics[k % metrics.length];
         docs.push({
-          _id: randomUUID(),
+          _id: uuidv7(),
           organization_id: organizationId,
           transaction_id: `bd-${tag}-history-${k}`,
           external_customer_id: customers[i].external_id,

@@ -20,6 +20,7 @@ import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
+import { v7 as uuidv7 } from 'uuid';
 import { dropOrganizationUsage } from './lib/drop-usage.mjs';
 
 /** Every event this run sends is created after this instant (its cleanup deletes by created_at). */
@@ -222,7 +223,7 @@ function storedEvent(at) {
   rawSeq++;
   const properties = { calls: 1 + (rawSeq % 5), region: regions[rawSeq % 3] };
   const doc = {
-    _id: randomUUID(),
+    _id: uuidv7(), // as newId() of src/db/base.ts makes them
     organization_id: org.id,
     transaction_id: `raw-${process.pid}-${rawSeq}`,
     external_customer_id: customer.external_id,

@@ -24,6 +24,7 @@ import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.bson.MaxKey;
 import de.bwaldvogel.mongo.bson.MinKey;
 
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Collections;
@@ -42,11 +43,27 @@ public final class SecondaryIndex<P> extends Index<P> {
 
     private static final ValueComparator VALUES = ValueComparator.asc();
 
+    /**
+     * Two values in BSON order, as {@code ValueComparator.asc()} orders them. The pairs index keys
+     * hold most (two strings, two instants) are answered here, as ValueComparator answers them
+     * (String.compareTo, Instant.compareTo), without its chain of type tests: under single-event
+     * ingestion that chain was a fifth of the stand-in's CPU. Any other pair goes to it.
+     */
+    static int compareValues(Object a, Object b) {
+        if (a instanceof String && b instanceof String) {
+            return ((String) a).compareTo((String) b);
+        }
+        if (a instanceof Instant && b instanceof Instant) {
+            return ((Instant) a).compareTo((Instant) b);
+        }
+        return VALUES.compare(a, b);
+    }
+
     /** Tuples compared value by value (BSON order); a shorter tuple that is a prefix comes first. */
     static final Comparator<KeyValue> TUPLES = (a, b) -> {
         int n = Math.min(a.size(), b.size());
         for (int i = 0; i < n; i++) {
-            int c = VALUES.compare(a.get(i), b.get(i));
+            int c = compareValues(a.get(i), b.get(i));
             if (c != 0) {
                 return c;
             }
@@ -58,7 +75,7 @@ public final class SecondaryIndex<P> extends Index<P> {
     static final Comparator<Object[]> ARRAYS = (a, b) -> {
         int n = Math.min(a.length, b.length);
         for (int i = 0; i < n; i++) {
-            int c = VALUES.compare(a[i], b[i]);
+            int c = compareValues(a[i], b[i]);
             if (c != 0) {
                 return c;
             }

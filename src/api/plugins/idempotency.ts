@@ -1,7 +1,8 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { isDuplicateKeyError, type Models } from '../../db';
+import { newId } from '../../db/base';
 import type { IdempotencyKeyDoc } from '../../db/models/idempotency-key';
 import { Conflict, Validation } from '../../errors';
 
@@ -95,7 +96,7 @@ export function registerIdempotency(app: FastifyInstance, models: Models, now: (
     for (let attempt = 1; attempt <= CLAIM_ATTEMPTS; attempt++) {
       const at = now();
       const row: IdempotencyKeyDoc = {
-        _id: randomUUID(),
+        _id: newId(),
         organization_id: organizationId,
         key,
         method: request.method,
