@@ -57,6 +57,9 @@ if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
   for attr in "${SEARCH_ATTRIBUTES[@]}"; do sa_flags+=(--search-attribute "$attr"); done
   # SQLite in WAL mode, synced at checkpoints (TEMPORAL_SQLITE_PRAGMAS, space-separated): a commit
   # survives a crash of any process; only a power cut can lose the last commits (docs/performance.md).
+  # One partition per task queue (Temporal's default is 4, for many matching hosts): on this single
+  # process a billing day ran at 37 to 38 invoices/s instead of 32, the server's CPU per invoice
+  # 15 ms instead of 20 (docs/performance.md, "Time-ordered ids, one task queue partition").
   pragma_flags=()
   for pragma in ${TEMPORAL_SQLITE_PRAGMAS:-journal_mode=wal synchronous=normal}; do pragma_flags+=(--sqlite-pragma "$pragma"); done
   "$TEMPORAL_CLI_PATH" server start-dev --ip 127.0.0.1 --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT" \
@@ -64,6 +67,8 @@ if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
     --dynamic-config-value frontend.enableUpdateWorkflowExecution=true \
     --dynamic-config-value frontend.enableUpdateWorkflowExecutionAsyncAccepted=true \
     --dynamic-config-value frontend.enableExecuteMultiOperation=true \
+    --dynamic-config-value matching.numTaskqueueReadPartitions=1 \
+    --dynamic-config-value matching.numTaskqueueWritePartitions=1 \
     "${sa_flags[@]}" >"$DATA/logs/temporal.log" 2>&1 &
   pids+=($!)
   wait_for_port 127.0.0.1 "$TEMPORAL_PORT" 60 "Temporal dev server"

@@ -112,6 +112,11 @@ export async function startTemporalDevServer(): Promise<RunningServer> {
     'frontend.enableUpdateWorkflowExecutionAsyncAccepted=true',
     '--dynamic-config-value',
     'frontend.enableExecuteMultiOperation=true',
+    // One partition per task queue, as npm start runs it (scripts/start.sh).
+    '--dynamic-config-value',
+    'matching.numTaskqueueReadPartitions=1',
+    '--dynamic-config-value',
+    'matching.numTaskqueueWritePartitions=1',
     ...SEARCH_ATTRIBUTE_TYPES.flatMap(({ name, type }) => ['--search-attribute', `${name}=${type}`]),
   ];
   const { child, log } = spawnServer(paths.temporalCli, args);

@@ -15,11 +15,13 @@ import de.bwaldvogel.mongo.backend.AbstractUniqueIndex;
 import de.bwaldvogel.mongo.backend.IndexKey;
 import de.bwaldvogel.mongo.backend.KeyValue;
 import de.bwaldvogel.mongo.backend.Missing;
+import de.bwaldvogel.mongo.bson.Document;
 import org.h2.mvstore.MVMap;
 import org.h2.mvstore.MVStore;
 
 import java.util.List;
 import java.util.Map.Entry;
+import java.util.Set;
 
 final class TupleUniqueIndex extends AbstractUniqueIndex<Object> {
 
@@ -54,9 +56,19 @@ final class TupleUniqueIndex extends AbstractUniqueIndex<Object> {
 
     private final MVMap<KeyValue, Object> map;
 
+    private final List<String> plainKeys;
+
     private TupleUniqueIndex(MVMap<KeyValue, Object> map, String name, List<IndexKey> keys, boolean sparse) {
         super(name, keys, sparse);
         this.map = map;
+        this.plainKeys = SecondaryIndex.plainKeys(keys());
+    }
+
+    /** As Index.getKeyValues, without its general path rules when they are not needed (SecondaryIndex.plainKeyValues). */
+    @Override
+    public Set<KeyValue> getKeyValues(Document document) {
+        Set<KeyValue> plain = SecondaryIndex.plainKeyValues(plainKeys, document);
+        return plain != null ? plain : super.getKeyValues(document);
     }
 
     @Override
