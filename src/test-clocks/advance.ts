@@ -54,19 +54,30 @@ export async function startClockAdvance(deps: TestClockDeps, clock: TestClockDoc
   return moved;
 }
 
-/** The running workflows of a clock's customers: their subscriptions, open invoices, active wallets and pending payments. */
+/**
+ * The running workflows of a clock's customers: their subscriptions, open invoices, active wallets
+ * and pending payments. Each query names the customers' organization, so that it reads through the
+ * organization's indexes rather than the whole collection (every tenant's subscriptions and
+ * invoices: a year advanced after a billing day of 10,000 took 40 s instead of 13).
+ */
 export async function clockWorkflowIds(db: Db, clockId: string): Promise<string[]> {
-  const customers = (await db.models.Customer.find({ test_clock_id: clockId }, { _id: 1 }).lean()).map((c) => c._id);
-  if (customers.length === 0) return [];
+  const clockCustomers = await db.models.Customer.find({ test_clock_id: clockId }, { _id: 1, organization_id: 1 }).lean();
+  if (clockCustomers.length === 0) return [];
+  const customers = clockCustomers.map((c) => c._id);
+  // A clock and its customers belong to one organization.
+  const organization_id = clockCustomers[0]!.organization_id;
   const [subscriptions, invoices, wallets, payments, requests] = await Promise.all([
-    db.models.Subscription.find({ customer_id: { $in: customers }, status: { $in: ['pending', 'active', 'paused'] } }, { _id: 1 }).lean(),
-    db.models.Invoice.find(
-      { customer_id: { $in: customers }, status: { $in: ['draft', 'finalized'] }, deleted_at: null },
+    db.models.Subscription.find(
+      { organization_id, customer_id: { $in: customers }, status: { $in: ['pending', 'active', 'paused'] } },
       { _id: 1 },
     ).lean(),
-    db.models.Wallet.find({ customer_id: { $in: customers }, status: 'active' }, { _id: 1 }).lean(),
+    db.models.Invoice.find(
+      { organization_id, customer_id: { $in: customers }, status: { $in: ['draft', 'finalized'] }, deleted_at: null },
+      { _id: 1 },
+    ).lean(),
+    db.models.Wallet.find({ organization_id, customer_id: { $in: customers }, status: 'active' }, { _id: 1 }).lean(),
     // Pending payments wait for their checkout's expiry on the clock.
-    db.models.Payment.find({ customer_id: { $in: customers }, status: 'pending', deleted_at: null }, { _id: 1 }).lean(),
+    db.models.Payment.find({ organization_id, customer_id: { $in: customers }, status: 'pending', deleted_at: null }, { _id: 1 }).lean(),
     // Pending payment requests wait days between their attempts on the clock.
     db.models.PaymentRequest.find({ customer_id: { $in: customers }, status: 'pending' }, { _id: 1 }).lean(),
   ]);
@@ -153,7 +164,7 @@ export async function deleteTestClock(deps: TestClockDeps, clock: TestClockDoc, 
   );
   const customers = (await Customer.find({ test_clock_id: clock._id }, { _id: 1 }).lean()).map((c) => c._id);
   await Subscription.updateMany(
-    { customer_id: { $in: customers }, status: { $in: ['pending', 'active', 'paused'] } },
+    { organization_id: clock.organization_id, customer_id: { $in: customers }, status: { $in: ['pending', 'active', 'paused'] } },
     { $set: { status: 'terminated', terminated_at: at, ending_at: at, updated_at: at } },
   );
   await Customer.updateMany({ test_clock_id: clock._id, deleted_at: null }, { $set: { deleted_at: at, updated_at: at } });

@@ -82,6 +82,11 @@ const INDEXES: Document[] = [
   { b: 1, t: -1, _id: -1 },
   { t: 1, c: 1 },
 ];
+/**
+ * Compound unique indexes (unique whatever c holds, since _id is): a query with equality on c alone
+ * reads a range of this index (TupleUniqueIndex.equalityPrefix on the H2 backend).
+ */
+const UNIQUE_INDEXES: Document[] = [{ c: 1, _id: 1 }];
 
 function strip(doc: Record<string, unknown>): Document {
   return Object.fromEntries(Object.entries(doc).filter(([, v]) => v !== undefined));
@@ -128,7 +133,7 @@ const anyQueryArb = fc
   .map((q) => Object.fromEntries(Object.entries(q).filter(([, v]) => v !== undefined)) as Document);
 
 /** The shapes an index serves: equality on a prefix of its keys, then a range, $in or nothing on the next, maybe one more field. */
-const indexShapedArb = fc.constantFrom(...INDEXES).chain((index) => {
+const indexShapedArb = fc.constantFrom(...INDEXES, ...UNIQUE_INDEXES).chain((index) => {
   const keys = Object.keys(index);
   return fc
     .record({
@@ -216,9 +221,13 @@ describe('the stand-in answers the same with and without its secondary indexes',
           for (const client of clients) {
             const collection = client.db(db).collection('docs');
             // Half the runs index first and insert after, half insert first (the index is filled from the data).
-            if (run % 2 === 0) for (const key of INDEXES) await collection.createIndex(key);
+            const createIndexes = async () => {
+              for (const key of INDEXES) await collection.createIndex(key);
+              for (const key of UNIQUE_INDEXES) await collection.createIndex(key, { unique: true });
+            };
+            if (run % 2 === 0) await createIndexes();
             await collection.insertMany(docs.map((d) => ({ ...d })));
-            if (run % 2 === 1) for (const key of INDEXES) await collection.createIndex(key);
+            if (run % 2 === 1) await createIndexes();
             const outcome: unknown[] = [];
             for (const change of changes) {
               const done =
@@ -268,6 +277,42 @@ describe('the stand-in answers the same with and without its secondary indexes',
     expect(found.map((d) => d._id)).toEqual(expected.map((i) => `e-${i}`));
     await indexedClient.db('diff_one').dropDatabase();
   });
+});
+
+describe('a compound unique index (H2)', () => {
+  it('answers equality on its first keys from a range of it, as a scan does', async () => {
+    // Like a fee's {invoice_id} on the unique (invoice_id, key): several documents per first key,
+    // numbers equal as values (2 and 2.0), arrays (one entry per element), null and missing.
+    const firstKeys: unknown[] = ['i1', 'i2', 2, 2.0, 'i3', null, undefined, ['i1', 'i9']];
+    const docs = Array.from({ length: 120 }, (_, i) => {
+      const inv = firstKeys[i % firstKeys.length];
+      return { _id: `f-${String(i).padStart(3, '0')}`, key: `k-${119 - i}`, n: i % 4, ...(inv === undefined ? {} : { inv }) };
+    });
+    const queries: Document[] = [
+      { inv: 'i1' },
+      { inv: { $eq: 'i2' } },
+      { inv: 2 },
+      { inv: 'i1', n: { $gte: 2 } },
+      { inv: 'i9' },
+      { inv: 'absent' },
+    ];
+    const answers: unknown[][] = [];
+    for (const client of [indexedH2Client, scannedH2Client]) {
+      const collection = client.db(`unique_prefix_${process.pid}`).collection('fees');
+      await collection.createIndex({ inv: 1, key: 1 }, { unique: true });
+      await collection.insertMany(docs.map((d) => ({ ...d })) as unknown as Document[]);
+      const answer: unknown[] = [];
+      for (const query of queries) {
+        answer.push((await collection.find(query).toArray()).map((d) => d._id));
+        answer.push((await collection.find(query).sort({ key: 1 }).toArray()).map((d) => d._id));
+      }
+      answers.push(answer);
+    }
+    expect(answers[0]).toEqual(answers[1]);
+    // Several documents under one first key, and the array's elements found through the index.
+    expect((answers[0]![0] as string[]).length).toBe(30);
+    expect((answers[0]![8] as string[]).length).toBe(15);
+  }, 60_000);
 });
 
 describe('an H2 file reopened', () => {

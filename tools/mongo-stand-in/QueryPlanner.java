@@ -2,7 +2,8 @@
 // takes the first whose canHandle accepts the query, and its unique indexes accept only a query on
 // exactly their keys. Here every index is considered: a unique index whose keys all have a plain
 // value in the query (the query may have more fields: {_id, organization_id} uses the _id index),
-// then the secondary index that bounds the most keys (SecondaryIndex.boundsFor). The candidates are
+// then the secondary index that bounds the most keys (SecondaryIndex.boundsFor) or the compound
+// unique index with the longest equality prefix (TupleUniqueIndex.equalityPrefix). The candidates are
 // read in the collection's natural order, so that a query answers the same documents in the same
 // order with or without indexes; the collection then filters them with the whole query.
 
@@ -33,6 +34,7 @@ final class QueryPlanner {
         }
         Index<P> best = null;
         Document bestQuery = null;
+        List<Object> bestPrefix = null;
         int bestScore = 0;
         for (Index<P> index : indexes) {
             if (index instanceof SecondaryIndex) {
@@ -40,6 +42,7 @@ final class QueryPlanner {
                 if (bounds != null && bounds.score() > bestScore) {
                     best = index;
                     bestQuery = query;
+                    bestPrefix = null;
                     bestScore = bounds.score();
                 }
             } else if (index.isUnique()) {
@@ -49,15 +52,28 @@ final class QueryPlanner {
                 if (projected != null && score > bestScore && index.canHandle(projected)) {
                     best = index;
                     bestQuery = projected;
+                    bestPrefix = null;
                     bestScore = score;
+                }
+                // Equality on its first keys only: a range of it, scored as a secondary index's prefix.
+                List<Object> prefix = index instanceof TupleUniqueIndex ? ((TupleUniqueIndex) index).equalityPrefix(query) : null;
+                if (prefix != null && 2 * prefix.size() > bestScore) {
+                    best = index;
+                    bestQuery = null;
+                    bestPrefix = prefix;
+                    bestScore = 2 * prefix.size();
                 }
             }
         }
         if (best == null) {
             return null;
         }
+        @SuppressWarnings("unchecked")
+        Iterable<P> found = bestPrefix != null
+            ? (Iterable<P>) ((TupleUniqueIndex) best).positionsWithPrefix(bestPrefix)
+            : best.getPositions(bestQuery);
         List<P> positions = new ArrayList<>();
-        for (P position : best.getPositions(bestQuery)) {
+        for (P position : found) {
             if (position != null) {
                 positions.add(position);
             }
@@ -155,6 +171,10 @@ final class QueryPlanner {
                 Document projected = projectOnKeys(index, query);
                 if (projected != null && index.canHandle(projected)) {
                     best = Math.max(best, 1000 + index.getKeys().size());
+                }
+                List<Object> prefix = index instanceof TupleUniqueIndex ? ((TupleUniqueIndex) index).equalityPrefix(query) : null;
+                if (prefix != null) {
+                    best = Math.max(best, 2 * prefix.size());
                 }
             }
         }

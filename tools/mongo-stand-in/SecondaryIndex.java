@@ -224,7 +224,7 @@ public final class SecondaryIndex<P> extends Index<P> {
         }
     }
 
-    private static Object normalize(Object value) {
+    static Object normalize(Object value) {
         return new KeyValue(new Object[] {value}).normalized().get(0);
     }
 

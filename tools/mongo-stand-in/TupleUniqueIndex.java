@@ -16,9 +16,11 @@ import de.bwaldvogel.mongo.backend.IndexKey;
 import de.bwaldvogel.mongo.backend.KeyValue;
 import de.bwaldvogel.mongo.backend.Missing;
 import de.bwaldvogel.mongo.bson.Document;
+import org.h2.mvstore.Cursor;
 import org.h2.mvstore.MVMap;
 import org.h2.mvstore.MVStore;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map.Entry;
 import java.util.Set;
@@ -69,6 +71,53 @@ final class TupleUniqueIndex extends AbstractUniqueIndex<Object> {
     public Set<KeyValue> getKeyValues(Document document) {
         Set<KeyValue> plain = SecondaryIndex.plainKeyValues(plainKeys, document);
         return plain != null ? plain : super.getKeyValues(document);
+    }
+
+    /**
+     * The plain equality values (normalized) a query gives the first keys of this compound index,
+     * when they are fewer than its keys (all of them is a point read: canHandle); null when none,
+     * or when the index is sparse (a document without a later key may be absent from it).
+     */
+    List<Object> equalityPrefix(Document query) {
+        if (isSparse() || keys().size() < 2) {
+            return null;
+        }
+        List<Object> prefix = new ArrayList<>();
+        for (String key : keys()) {
+            Object condition = query.get(key);
+            if (condition instanceof Document && ((Document) condition).size() == 1 && ((Document) condition).containsKey("$eq")) {
+                condition = ((Document) condition).get("$eq");
+            }
+            if (!query.containsKey(key) || !SecondaryIndex.isPlainValue(condition)) {
+                break;
+            }
+            prefix.add(SecondaryIndex.normalize(condition));
+        }
+        return prefix.isEmpty() || prefix.size() == keys().size() ? null : prefix;
+    }
+
+    /**
+     * The positions of the documents whose first keys equal `prefix` (equalityPrefix), read as a
+     * range of the map: a tuple that is a prefix sorts before every tuple extending it, and the
+     * tuples extending it follow one another. A fee's {invoice_id} on (invoice_id, key) was a scan
+     * of every fee.
+     */
+    List<Object> positionsWithPrefix(List<Object> prefix) {
+        List<Object> positions = new ArrayList<>();
+        Cursor<KeyValue, Object> cursor = map.cursor(new KeyValue(prefix));
+        while (cursor.hasNext()) {
+            KeyValue key = cursor.next();
+            for (int i = 0; i < prefix.size(); i++) {
+                if (key.size() <= i || SecondaryIndex.compareValues(key.get(i), prefix.get(i)) != 0) {
+                    return positions;
+                }
+            }
+            Object position = cursor.getValue();
+            if (position != null && !(position instanceof Missing)) {
+                positions.add(position);
+            }
+        }
+        return positions;
     }
 
     @Override
