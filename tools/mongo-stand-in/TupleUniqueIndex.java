@@ -21,6 +21,8 @@ import org.h2.mvstore.MVMap;
 import org.h2.mvstore.MVStore;
 
 import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map.Entry;
 import java.util.Set;
@@ -102,8 +104,9 @@ final class TupleUniqueIndex extends AbstractUniqueIndex<Object> {
      * tuples extending it follow one another. A fee's {invoice_id} on (invoice_id, key) was a scan
      * of every fee.
      */
-    List<Object> positionsWithPrefix(List<Object> prefix) {
-        List<Object> positions = new ArrayList<>();
+    Collection<Object> positionsWithPrefix(List<Object> prefix) {
+        // A document with an array under a later key has one entry per element: listed once.
+        Set<Object> positions = new LinkedHashSet<>();
         Cursor<KeyValue, Object> cursor = map.cursor(new KeyValue(prefix));
         while (cursor.hasNext()) {
             KeyValue key = cursor.next();
