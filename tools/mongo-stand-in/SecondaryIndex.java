@@ -224,7 +224,7 @@ public final class SecondaryIndex<P> extends Index<P> {
         }
     }
 
-    static Object normalize(Object value) {
+    private static Object normalize(Object value) {
         return new KeyValue(new Object[] {value}).normalized().get(0);
     }
 
@@ -239,6 +239,14 @@ public final class SecondaryIndex<P> extends Index<P> {
             && !BsonRegularExpression.isRegularExpression(value);
     }
 
+    /** The normalized value of an equality condition (a plain value, or {$eq: a plain value}); null for any other condition. */
+    static Object equalityValue(Object condition) {
+        if (condition instanceof Document && ((Document) condition).size() == 1 && ((Document) condition).containsKey("$eq")) {
+            condition = ((Document) condition).get("$eq");
+        }
+        return isPlainValue(condition) ? normalize(condition) : null;
+    }
+
     /** The bounds a query gives this index, or null when it can use none of its keys. */
     Bounds boundsFor(Document query) {
         Bounds bounds = new Bounds();
@@ -247,17 +255,13 @@ public final class SecondaryIndex<P> extends Index<P> {
                 break;
             }
             Object condition = query.get(key);
-            if (isPlainValue(condition)) {
-                bounds.prefix.add(normalize(condition));
+            Object equal = equalityValue(condition);
+            if (equal != null) {
+                bounds.prefix.add(equal);
                 continue;
             }
             if (condition instanceof Document && !BsonRegularExpression.isRegularExpression(condition)) {
-                Document operators = (Document) condition;
-                if (operators.size() == 1 && operators.containsKey("$eq") && isPlainValue(operators.get("$eq"))) {
-                    bounds.prefix.add(normalize(operators.get("$eq")));
-                    continue;
-                }
-                readRangeOrIn(operators, bounds);
+                readRangeOrIn((Document) condition, bounds);
             }
             break;
         }

@@ -86,14 +86,11 @@ final class TupleUniqueIndex extends AbstractUniqueIndex<Object> {
         }
         List<Object> prefix = new ArrayList<>();
         for (String key : keys()) {
-            Object condition = query.get(key);
-            if (condition instanceof Document && ((Document) condition).size() == 1 && ((Document) condition).containsKey("$eq")) {
-                condition = ((Document) condition).get("$eq");
-            }
-            if (!query.containsKey(key) || !SecondaryIndex.isPlainValue(condition)) {
+            Object equal = SecondaryIndex.equalityValue(query.get(key));
+            if (equal == null) {
                 break;
             }
-            prefix.add(SecondaryIndex.normalize(condition));
+            prefix.add(equal);
         }
         return prefix.isEmpty() || prefix.size() == keys().size() ? null : prefix;
     }
