@@ -15,6 +15,21 @@ export interface CurrentRange {
   proration: ProrationRatio;
 }
 
+/** The fields of a subscription that currentRange reads, as a projection. */
+export const CURRENT_RANGE_FIELDS = {
+  billing_time: 1,
+  started_at: 1,
+  trial_period_days: 1,
+  current_period_started_at: 1,
+  current_period_ending_at: 1,
+  'workflow_state.segmentFrom': 1,
+} as const;
+
+export type RangeSubscription = Pick<
+  SubscriptionDoc,
+  'billing_time' | 'started_at' | 'trial_period_days' | 'current_period_started_at' | 'current_period_ending_at' | 'workflow_state'
+>;
+
 /**
  * The current period of a subscription and the part of it that current usage prices: the
  * workflow's period (computed from the schedule when the document has none yet); after an upgrade,
@@ -23,7 +38,7 @@ export interface CurrentRange {
  * weigh the charges as they will on the invoice (src/domain/proration.ts); a period the trial
  * covers entirely shows its (empty) usage over one day.
  */
-export function currentRange(subscription: SubscriptionDoc, plan: Pick<PlanView, 'interval'>, timezone: string, now: Date): CurrentRange {
+export function currentRange(subscription: RangeSubscription, plan: Pick<PlanView, 'interval'>, timezone: string, now: Date): CurrentRange {
   const schedule = { interval: plan.interval, billingTime: subscription.billing_time, anchor: subscription.started_at, timezone };
   const period =
     subscription.current_period_started_at && subscription.current_period_ending_at

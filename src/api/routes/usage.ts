@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { sum } from '../../domain/money';
-import { computeFeeTaxes } from '../../domain/taxes';
+import { computeFeeTaxes, NO_TAXES } from '../../domain/taxes';
 import { NotFound, Validation } from '../../errors';
 import { CatalogView } from '../../usage/catalog-view';
-import { currentRange } from '../../usage/current-range';
+import { CURRENT_RANGE_FIELDS, currentRange, type RangeSubscription } from '../../usage/current-range';
 import { computeChargeUsage } from '../../usage/period-usage';
 import { loadTaxSets } from '../../usage/tax-sets';
 import { idParams, responses } from '../http';
@@ -12,6 +12,7 @@ import { currentUsageResource, toCurrentUsageResource } from '../../resources/cu
 import { customerLookup } from '../../db/models/customer';
 import type { SubscriptionDoc } from '../../db/models/subscription';
 import { customerNow } from '../../test-clocks/time';
+import { mayHave } from '../../db/read-flags';
 
 export const usageRoutes: FastifyPluginAsyncZod = async (app) => {
   const { db } = app.deps;
@@ -31,23 +32,30 @@ export const usageRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (request) => {
       const { Customer, Organization, Subscription } = db.models;
-      const customer = await Customer.findOne(customerLookup(request.organizationId, request.params.id)).lean();
+      // The organization does not depend on the customer: both in one round trip.
+      const [customer, organization] = await Promise.all([
+        Customer.findOne(customerLookup(request.organizationId, request.params.id)).lean(),
+        Organization.findById(request.organizationId, { timezone: 1, has_taxes: 1 }).lean(),
+      ]);
       if (!customer) throw new NotFound('Customer not found', 'customer_not_found');
       const wanted = request.query.subscription_id;
-      const candidates = await Subscription.find({
-        organization_id: request.organizationId,
-        customer_id: customer._id,
-        status: 'active',
-        ...(wanted ? { $or: [{ _id: wanted }, { external_id: wanted }] } : {}),
-      }).lean<SubscriptionDoc[]>();
+      const candidates = await Subscription.find(
+        {
+          organization_id: request.organizationId,
+          customer_id: customer._id,
+          status: 'active',
+          ...(wanted ? { $or: [{ _id: wanted }, { external_id: wanted }] } : {}),
+        },
+        // What currentRange reads, not the rest of the workflow's state.
+        { plan_id: 1, ...CURRENT_RANGE_FIELDS },
+      ).lean<(RangeSubscription & Pick<SubscriptionDoc, '_id' | 'plan_id'>)[]>();
       if (candidates.length === 0)
         throw new NotFound(wanted ? 'Subscription not found' : 'The customer has no active subscription', 'subscription_not_found');
       if (candidates.length > 1) {
         throw Validation.field('subscription_id', `is required: the customer has ${candidates.length} active subscriptions`);
       }
       const subscription = candidates[0]!;
-      const [organization, plans, now] = await Promise.all([
-        Organization.findById(request.organizationId, { timezone: 1 }).lean(),
+      const [plans, now] = await Promise.all([
         catalog.plansById([subscription.plan_id], { fresh: true }),
         customerNow(db, customer, app.deps.now()),
       ]);
@@ -69,12 +77,15 @@ export const usageRoutes: FastifyPluginAsyncZod = async (app) => {
           now,
           proration,
         }),
-        loadTaxSets(db, {
-          organizationId: request.organizationId,
-          customerId: customer._id,
-          planId: plan._id,
-          chargeIds: plan.charges.map((c) => c._id),
-        }),
+        // An organization that never had a tax taxes nothing (src/db/read-flags.ts).
+        mayHave(organization, 'has_taxes')
+          ? loadTaxSets(db, {
+              organizationId: request.organizationId,
+              customerId: customer._id,
+              planId: plan._id,
+              chargeIds: plan.charges.map((c) => c._id),
+            })
+          : NO_TAXES,
       ]);
 
       const taxes = sum(
