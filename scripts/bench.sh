@@ -6,8 +6,9 @@
 #   3. The HTTP benches, bench/*.mjs, against a running stack (`npm start` in another terminal, or
 #      BENCH_URL=http://host:port). Skipped, with a note, when no API answers. The billing day runs
 #      at 10,000 subscriptions with 1,000,000 stored events (about 25 minutes on 2 cores).
-#      bench/entitlements.mjs: p99 of GET /v1/subscriptions/{external_id}/entitlements (goal < 5 ms)
-#      against GET /health, an authenticated GET and the raw driver findOne, all in the same run.
+#      bench/entitlements.mjs: p99 of GET /v1/subscriptions/{external_id}/entitlements with one
+#      client (goal < 5 ms) and with 8 connections, against GET /health, an authenticated GET and
+#      the raw driver findOne, all in the same run.
 #   4. One table of every figure with the ceiling measured in the same run, the ratio and the goal.
 # Extra arguments go to the HTTP benches (e.g. scripts/bench.sh --duration 30).
 set -euo pipefail
