@@ -13,6 +13,7 @@ export function projectionOf(state: SubscriptionState) {
     ending_at: date(state.endingAt),
     canceled_at: date(state.canceledAt),
     terminated_at: date(state.terminatedAt),
+    paused_at: state.status === 'paused' ? date(state.pausedAt ?? null) : null,
     trial_ended_at: state.trialEnded && state.trialEndsAt ? new Date(state.trialEndsAt) : null,
     current_period_started_at: date(state.currentPeriod?.from ?? null),
     current_period_ending_at: date(state.currentPeriod?.to ?? null),

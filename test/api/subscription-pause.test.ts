@@ -41,7 +41,12 @@ describe('pause and resume on a test clock', () => {
     await advance(clock.id, '2030-03-11T00:00:00Z');
     await sendCalls(customer, ['2030-03-05T10:00:00Z', '2030-03-05T11:00:00Z']);
     const paused = await ok<SubscriptionResource>(await post(`/v1/subscriptions/${sub.id}/pause`), 200);
-    expect(paused).toMatchObject({ status: 'paused', current_period_started_at: at('2030-03-01T00:00:00Z') });
+    expect(paused).toMatchObject({
+      status: 'paused',
+      paused_at: at('2030-03-11T00:00:00Z'),
+      current_period_started_at: at('2030-03-01T00:00:00Z'),
+    });
+    expect(sub.paused_at).toBeNull();
 
     // Events while paused: stored, never billed.
     await advance(clock.id, '2030-03-15T00:00:00Z');
@@ -49,10 +54,10 @@ describe('pause and resume on a test clock', () => {
     expect(await scenario.stack().db.models.Event.countDocuments({ organization_id: scenario.org().id, subscription_ids: sub.id })).toBe(5);
     await advance(clock.id, '2030-03-21T00:00:00Z');
     expect(await invoicesOf(sub.id)).toEqual([]);
-    expect(await subscription(sub.id)).toMatchObject({ status: 'paused' });
+    expect(await subscription(sub.id)).toMatchObject({ status: 'paused', paused_at: at('2030-03-11T00:00:00Z') });
 
     const resumed = await ok<SubscriptionResource>(await post(`/v1/subscriptions/${sub.id}/resume`), 200);
-    expect(resumed).toMatchObject({ status: 'active', current_period_ending_at: at('2030-04-01T00:00:00Z') });
+    expect(resumed).toMatchObject({ status: 'active', paused_at: null, current_period_ending_at: at('2030-04-01T00:00:00Z') });
     await advance(clock.id, '2030-03-26T00:00:00Z');
     await sendCalls(customer, ['2030-03-25T10:00:00Z']);
     await advance(clock.id, '2030-04-01T00:00:00Z');

@@ -30,6 +30,8 @@ export interface SubscriptionDoc extends BaseDoc {
   ending_at: Date | null;
   canceled_at: Date | null;
   terminated_at: Date | null;
+  /** When the current pause started (status paused); absent on documents written before pausing existed. */
+  paused_at?: Date | null;
   current_period_started_at: Date | null;
   current_period_ending_at: Date | null;
   on_termination_action: OnTerminationAction;
@@ -60,6 +62,7 @@ export const subscriptionSchema = new Schema<SubscriptionDoc>(
     ending_at: { type: Date, default: null },
     canceled_at: { type: Date, default: null },
     terminated_at: { type: Date, default: null },
+    paused_at: { type: Date, default: null },
     current_period_started_at: { type: Date, default: null },
     current_period_ending_at: { type: Date, default: null },
     on_termination_action: {
