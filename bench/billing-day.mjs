@@ -427,28 +427,39 @@ async function billingDay() {
     // A boundary step is done when its projection is written (state_version 1 -> 2), after its
     // invoice's finalization: then nothing of it is left in flight.
     const stepsFilter = { organization_id: org.id, state_version: { $gte: 2 } };
-    // The poll must stay light: the stand-in reads every document a count matches, and reading
-    // the organization's invoices every 2 s cost it about as much as the billing's own writes at
-    // 10,000. Every 2 s it reads one document: the organization's highest invoice number (numbers
-    // are taken at finalization, gapless, on a unique index the service reads the same way). The
-    // three counts (finalized, created, steps done) run every 15 s, and at every poll once every
-    // invoice has its number. (Counting all three every 250 ms took 40 % of the stand-in's CPU.)
-    const highestNumber = async () =>
-      (
-        await db.models.DocumentNumber.collection.findOne(
-          { organization_id: org.id, kind: 'invoice' },
-          { projection: { sequence: 1 }, sort: { sequence: -1 } },
-        )
-      )?.sequence ?? 0;
+    // The poll must stay light: the stand-in reads every document a count or a sorted find
+    // matches (a profile of the stand-in at 10,000 had these polls at a sixth of its CPU). Every
+    // 2 s it finds the organization's highest invoice number (numbers are taken at finalization,
+    // gapless) by binary search between the last one seen and N, each probe one lookup on the
+    // unique (organization, kind, sequence) index. The three counts (finalized, created, steps
+    // done) run every 60 s, and at every poll once every invoice has its number.
+    const numberTaken = async (sequence) =>
+      (await db.models.DocumentNumber.collection.findOne(
+        { organization_id: org.id, kind: 'invoice', sequence },
+        { projection: { _id: 1 } },
+      )) !== null;
+    let lastNumbered = 0;
+    const highestNumber = async () => {
+      let low = lastNumbered; // taken (or 0)
+      let high = N + 1; // not taken
+      while (high - low > 1) {
+        const mid = Math.floor((low + high) / 2);
+        if (await numberTaken(mid)) low = mid;
+        else high = mid;
+      }
+      lastNumbered = low;
+      return low;
+    };
     let created = 0;
     let steps = 0;
     let finalized = 0;
+    let lastCount = 0;
     while (Date.now() < deadline) {
       let numbered;
       try {
         numbered = await highestNumber();
-        const sinceLog = Date.now() - T0 - lastLog;
-        if (numbered >= N || sinceLog >= 15_000) {
+        if (numbered >= N || Date.now() - T0 - lastCount >= 60_000) {
+          lastCount = Date.now() - T0;
           [finalized, created, steps] = await Promise.all([
             invoices.countDocuments({ ...filter, status: 'finalized' }),
             invoices.countDocuments(filter),
@@ -485,7 +496,9 @@ async function billingDay() {
       }
       if (t - lastLog >= 15_000) {
         lastLog = t;
-        log(`T0+${seconds(t)} s: ${created} invoices created, ${finalized} finalized (${numbered} numbered), ${steps} boundary steps done`);
+        log(
+          `T0+${seconds(t)} s: ${numbered} invoices numbered (finalized); at the last count (every 60 s): ${created} created, ${finalized} finalized, ${steps} boundary steps done`,
+        );
       }
       await sleep(finalized >= N ? 250 : 2000);
     }
