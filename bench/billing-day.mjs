@@ -960,6 +960,13 @@ async function twelvePeriods() {
   }
 }
 
+/** What the table calls each measured process: which one billed depends on --worker. */
+function processLabels(own) {
+  return own
+    ? { bench: 'bench (with its own worker)', worker: "stack's worker (idle)" }
+    : { bench: 'bench', worker: "stack's worker (billing)" };
+}
+
 /** The billing day's rows of the bench table (scripts/bench.sh): figure, value, ceiling, ratio, goal. */
 function summaryRows(day) {
   const stored = day.stored_events?.events ?? 0;
@@ -993,7 +1000,7 @@ function summaryRows(day) {
     },
     ...(counted ? [commandsRow] : []),
     ...Object.entries(day.peak_rss_mib ?? {}).map(([process, mib]) => ({
-      figure: `billing day: peak memory of the ${process === 'bench' ? (day.worker?.own ? 'bench (with its own worker)' : 'bench') : process}${process === 'worker' && !day.worker?.own ? ' (billing)' : ''}`,
+      figure: `billing day: peak memory of the ${processLabels(day.worker?.own)[process] ?? process}`,
       value: mib,
       unit: 'MiB',
       ceiling: null,

@@ -79,7 +79,7 @@ export async function clockWorkflowIds(db: Db, clockId: string): Promise<string[
     // Pending payments wait for their checkout's expiry on the clock.
     db.models.Payment.find({ organization_id, customer_id: { $in: customers }, status: 'pending', deleted_at: null }, { _id: 1 }).lean(),
     // Pending payment requests wait days between their attempts on the clock.
-    db.models.PaymentRequest.find({ customer_id: { $in: customers }, status: 'pending' }, { _id: 1 }).lean(),
+    db.models.PaymentRequest.find({ organization_id, customer_id: { $in: customers }, status: 'pending' }, { _id: 1 }).lean(),
   ]);
   return [
     ...subscriptions.map((s) => workflowIds.subscription(s._id)),

@@ -25,9 +25,10 @@ export const CURRENT_RANGE_FIELDS = {
   'workflow_state.segmentFrom': 1,
 } as const;
 
+/** A subscription read with CURRENT_RANGE_FIELDS (of its workflow state, only segmentFrom). */
 export type RangeSubscription = Pick<
   SubscriptionDoc,
-  'billing_time' | 'started_at' | 'trial_period_days' | 'current_period_started_at' | 'current_period_ending_at' | 'workflow_state'
+  Exclude<keyof typeof CURRENT_RANGE_FIELDS, 'workflow_state.segmentFrom'> | 'workflow_state'
 >;
 
 /**
