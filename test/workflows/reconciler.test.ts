@@ -4,7 +4,7 @@
 // subscriptions are left alone. And the `reconcile-subscriptions` schedule is created once.
 import { randomUUID } from 'node:crypto';
 import { ScheduleOverlapPolicy, WorkflowNotFoundError } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { SubscriptionStatus } from '../../src/db/models/subscription';
 import type { SubscriptionState } from '../../src/subscriptions/state';
 import { ensureReconcilerSchedule, RECONCILER_SCHEDULE_ID } from '../../src/temporal/schedules';
@@ -86,6 +86,18 @@ async function statusOf(subscriptionId: string): Promise<string | 'NOT_FOUND'> {
   }
 }
 
+/** Once Temporal's visibility (what the reconciler lists) shows the subscription's workflow `status`. */
+const listedAs = (subscriptionId: string, status: 'Running' | 'Terminated') =>
+  eventually(
+    async () => {
+      const query = `WorkflowId = '${workflowIds.subscription(subscriptionId)}' AND ExecutionStatus = '${status}'`;
+      for await (const execution of stack.temporal.client.workflow.list({ query })) return execution;
+      return undefined;
+    },
+    15_000,
+    `the workflow of ${subscriptionId} to be listed ${status}`,
+  );
+
 /** The document once its workflow's first step recorded a state (version >= `version`). */
 const recorded = (subscriptionId: string, version = 1) =>
   eventually(
@@ -142,9 +154,18 @@ describe('reconcileSubscriptionsWorkflow', () => {
     expect(pendingDoc.workflow_state).toMatchObject({ status: 'pending', announced: true });
   });
 
-  it('restarts nothing on a second pass (idempotent)', async () => {
+  it('restarts nothing on a second pass (idempotent), and describes none of the workflows listed running', async () => {
     const runIds = await Promise.all([active, pending].map(async (id) => (await handleOf(id).describe()).runId));
-    const totals = await reconcile();
+    await Promise.all([active, pending].map((id) => listedAs(id, 'Running')));
+    // The activities share the stack's client: every describe goes through getHandle.
+    const handles = vi.spyOn(stack.temporal.client.workflow, 'getHandle');
+    let totals: ReconcileTotals;
+    try {
+      totals = await reconcile();
+      expect(handles).not.toHaveBeenCalled();
+    } finally {
+      handles.mockRestore();
+    }
     expect(totals).toEqual({ pages: 1, checked: 2, restarted: 0, skipped: 0 });
     expect(await Promise.all([active, pending].map(async (id) => (await handleOf(id).describe()).runId))).toEqual(runIds);
     expect(await statusOf(terminated)).toBe('NOT_FOUND');
@@ -157,6 +178,8 @@ describe('reconcileSubscriptionsWorkflow', () => {
     const oldRun = (await handle.describe()).runId;
     await handle.terminate('operator mistake');
     expect(await statusOf(active)).toBe('TERMINATED');
+    // The reconciler lists running workflows: a pass restarts a closed one once visibility shows it closed.
+    await listedAs(active, 'Terminated');
 
     const totals = await reconcile();
     expect(totals).toMatchObject({ checked: 2, restarted: 1 });

@@ -18,11 +18,14 @@ import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.oplog.Oplog;
 import de.bwaldvogel.mongo.backend.DatabaseResolver;
 import io.netty.channel.Channel;
+import org.h2.mvstore.Cursor;
 import org.h2.mvstore.MVMap;
 import org.h2.mvstore.MVStore;
 
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 
 public class IndexedH2Backend extends H2Backend {
 
@@ -114,6 +117,10 @@ public class IndexedH2Backend extends H2Backend {
                                              Document fieldSelector) {
             // The natural order of a scan is the data map's key order.
             if (limit != 0) {
+                List<Object> byId = idOrderedCandidates(query, orderBy, numberToSkip + Math.abs(limit));
+                if (byId != null) {
+                    return matchDocuments(query, byId, orderBy, numberToSkip, limit, batchSize, fieldSelector);
+                }
                 List<Object> ordered = QueryPlanner.orderedCandidates(getIndexes(), query, orderBy, numberToSkip + Math.abs(limit),
                     dataMap.getKeyType()::compare, position -> documentMatchesQuery(getDocument(position), query));
                 if (ordered != null) {
@@ -128,6 +135,55 @@ public class IndexedH2Backend extends H2Backend {
                 Collections.reverse(positions);
             }
             return matchDocuments(query, positions, orderBy, numberToSkip, limit, batchSize, fieldSelector);
+        }
+
+        /**
+         * A page sorted by _id alone, maybe after (or before) a given _id, like the reconciler's
+         * `{_id: {$gt: last}}` sorted by `{_id: 1}`: the data map is keyed by _id, so when every _id is
+         * a string its key order is the sort's (ObjectDataType keeps a type's keys together and
+         * orders strings by String.compareTo, as ValueComparator does). The documents are read from
+         * the bound in that order until `needed` of them match, instead of all of them being read and
+         * sorted. Null when the query or the collection is not of that kind.
+         */
+        private List<Object> idOrderedCandidates(Document query, Document orderBy, int needed) {
+            if (!QueryPlanner.ENABLED || orderBy == null || orderBy.size() != 1 || needed <= 0
+                || !(orderBy.get("_id") instanceof Number)) {
+                return null;
+            }
+            boolean reverse = ((Number) orderBy.get("_id")).doubleValue() < 0;
+            if (!(dataMap.firstKey() instanceof String) || !(dataMap.lastKey() instanceof String)) {
+                return null;
+            }
+            // The bounds only say where to start and stop reading: the query itself decides what matches.
+            String lower = null;
+            String upper = null;
+            Object condition = query == null ? null : query.get("_id");
+            if (condition != null) {
+                if (!(condition instanceof Document) || ((Document) condition).isEmpty()) {
+                    return null; // an equality: the _id index answers it
+                }
+                for (Map.Entry<String, Object> bound : ((Document) condition).entrySet()) {
+                    if (!(bound.getValue() instanceof String)) {
+                        return null;
+                    }
+                    switch (bound.getKey()) {
+                        case "$gt", "$gte" -> lower = (String) bound.getValue();
+                        case "$lt", "$lte" -> upper = (String) bound.getValue();
+                        default -> {
+                            return null;
+                        }
+                    }
+                }
+            }
+            Cursor<Object, Document> cursor = reverse ? dataMap.cursor(upper, lower, true) : dataMap.cursor(lower, upper, false);
+            List<Object> positions = new ArrayList<>();
+            while (positions.size() < needed && cursor.hasNext()) {
+                Object key = cursor.next();
+                if (documentMatchesQuery(cursor.getValue(), query)) {
+                    positions.add(key);
+                }
+            }
+            return positions;
         }
     }
 }
