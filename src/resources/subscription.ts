@@ -51,7 +51,8 @@ export const subscriptionResource = z
 
 export type SubscriptionResource = z.output<typeof subscriptionResource>;
 
-export function toSubscriptionResource(doc: SubscriptionDoc): SubscriptionResource {
+/** Its workflow state is not shown (a read may leave it out). */
+export function toSubscriptionResource(doc: Omit<SubscriptionDoc, 'workflow_state'>): SubscriptionResource {
   return {
     id: doc._id,
     organization_id: doc.organization_id,

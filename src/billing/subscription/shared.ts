@@ -458,16 +458,19 @@ export async function progressiveFor(
     : { enabled: false, nextCheckAt: null, checkedFrom: null };
 }
 
+const WITHOUT_WORKFLOW_STATE = { workflow_state: 0 } as const;
+
 /** Writes the state's projection unless a newer state is already there, and reads it back. */
 export async function save(ctx: StepContext, state: SubscriptionState): Promise<SubscriptionResource> {
   if (ctx.dryRun) return ctx.dryRun.subscription(state);
   const { Subscription } = ctx.db.models;
+  // Read back without the workflow state just written (the resource does not show it; it is most of the document).
   const doc =
     (await Subscription.findOneAndUpdate(
       { _id: state.subscriptionId, state_version: { $lt: state.version } },
       { $set: { ...projectionOf(state), updated_at: new Date() } },
-      { returnDocument: 'after' },
-    ).lean()) ?? (await Subscription.findById(state.subscriptionId).lean());
+      { returnDocument: 'after', projection: WITHOUT_WORKFLOW_STATE },
+    ).lean()) ?? (await Subscription.findById(state.subscriptionId, WITHOUT_WORKFLOW_STATE).lean());
   if (!doc) throw new Error(`subscription ${state.subscriptionId} not found`);
   return toSubscriptionResource(doc);
 }
