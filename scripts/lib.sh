@@ -54,8 +54,13 @@ wait_for_port() {
 # Start the MongoDB stand-in in the background: start_stand_in <host> <port> <memory|h2-file> <log>.
 # Call it directly (not in $(...)) so the process stays this shell's child; its PID is then in $!.
 # Its heap is bounded (MONGO_STAND_IN_HEAP, default 1g: a million events and their indexes fit).
+# G1 starts a concurrent marking at 80 % of the heap, not at its adaptive threshold: a million
+# events' in-memory indexes keep about 70 % of 1 GiB live, which the adaptive threshold sits below,
+# so G1 marked without a pause, half of the stand-in's CPU during a billing day
+# (docs/performance.md, "The stand-in's garbage collector"). MONGO_STAND_IN_JAVA_OPTS replaces them.
 start_stand_in() {
   local host=$1 port=$2 storage=$3 logfile=$4
-  java -Xss4m "-Xmx${MONGO_STAND_IN_HEAP:-1g}" -cp "$(cat "$MONGO_STAND_IN_CLASSPATH_FILE"):$MONGO_STAND_IN_CLASSES" Launcher \
+  # shellcheck disable=SC2086 # MONGO_STAND_IN_JAVA_OPTS holds several flags
+  java -Xss4m "-Xmx${MONGO_STAND_IN_HEAP:-1g}" ${MONGO_STAND_IN_JAVA_OPTS:--XX:-G1UseAdaptiveIHOP -XX:InitiatingHeapOccupancyPercent=80} -cp "$(cat "$MONGO_STAND_IN_CLASSPATH_FILE"):$MONGO_STAND_IN_CLASSES" Launcher \
     "$host" "$port" "$storage" >"$logfile" 2>&1 &
 }

@@ -47,6 +47,14 @@ export const configSchema = z.object({
   /** Workflows a worker keeps in memory between their tasks; an evicted one replays its history. */
   WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).max(100_000).default(100),
   /**
+   * Workflow tasks a worker runs at once (the SDK's default is 40). A subscription's boundary is a
+   * local activity inside its workflow task, so this bounds how many boundaries bill at once: over
+   * a million events, 10,000 boundaries billed at 39.9/s with 20, 33.5/s with 40 and 23.5/s with 100
+   * (docs/performance.md, "The reconciler and the stand-in's garbage collector"). At most
+   * WORKER_MAX_CACHED_WORKFLOWS when that is above 0.
+   */
+  WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: z.coerce.number().int().min(2).max(10_000).default(20),
+  /**
    * Billing day: subscriptions sharing a boundary (most are calendar-aligned) bill it spread over
    * this window, each at its own deterministic offset. Amounts never depend on the offset.
    */

@@ -45,6 +45,7 @@ async function main(): Promise<void> {
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     activities: createActivities({ db, temporal, secretsKey: config.SECRETS_KEY, publicUrl: publicUrlOf(config) }),
     maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
+    maxConcurrentWorkflowTaskExecutions: config.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS,
     tracing,
   });
   // The reconciler's schedule (idempotent). Its absence only delays repairs: log and run anyway.

@@ -42,6 +42,8 @@ export interface WorkerSettings {
    * as 250 (docs/performance.md, "Worker memory").
    */
   maxCachedWorkflows?: number;
+  /** Workflow tasks run at once (the SDK's default, 40, when unset); Temporal refuses more than maxCachedWorkflows. */
+  maxConcurrentWorkflowTaskExecutions?: number;
   /** Tracing is on: RunActivity spans, and the workflow interceptors with their span sink. */
   tracing?: Tracing;
 }
@@ -55,6 +57,14 @@ export async function createWorker(settings: WorkerSettings): Promise<Worker> {
     ...(settings.workflowBundle ? { workflowBundle: settings.workflowBundle } : { workflowsPath: workflowsPath() }),
     maxConcurrentActivityTaskExecutions: settings.maxConcurrentActivityTaskExecutions ?? 50,
     maxCachedWorkflows: settings.maxCachedWorkflows ?? 100,
+    ...(settings.maxConcurrentWorkflowTaskExecutions !== undefined
+      ? {
+          maxConcurrentWorkflowTaskExecutions:
+            (settings.maxCachedWorkflows ?? 100) > 0
+              ? Math.min(settings.maxConcurrentWorkflowTaskExecutions, settings.maxCachedWorkflows ?? 100)
+              : settings.maxConcurrentWorkflowTaskExecutions,
+        }
+      : {}),
     shutdownGraceTime: '10s',
     ...(settings.tracing ? tracingOptions(settings.tracing, settings.workflowBundle === undefined) : {}),
   });
