@@ -33,6 +33,7 @@ describe('loadConfig', () => {
       METRICS_ENABLED: true,
       WORKER_METRICS_PORT: 9465,
       WORKER_MAX_CACHED_WORKFLOWS: 100,
+      WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: 20,
     });
     const config = loadConfig({});
     expect(config.BILLING_SIGNUP_TOKEN).toBeUndefined();
