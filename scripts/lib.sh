@@ -57,7 +57,7 @@ wait_for_port() {
 # G1 starts a concurrent marking at 80 % of the heap, not at its adaptive threshold: a million
 # events' in-memory indexes keep about 70 % of 1 GiB live, which the adaptive threshold sits below,
 # so G1 marked without a pause, half of the stand-in's CPU during a billing day
-# (docs/performance.md, "The stand-in's garbage collector"). MONGO_STAND_IN_JAVA_OPTS replaces them.
+# (docs/performance.md, "The reconciler and the stand-in's garbage collector"). MONGO_STAND_IN_JAVA_OPTS replaces them.
 start_stand_in() {
   local host=$1 port=$2 storage=$3 logfile=$4
   # shellcheck disable=SC2086 # MONGO_STAND_IN_JAVA_OPTS holds several flags

@@ -49,6 +49,8 @@ export interface WorkerSettings {
 }
 
 export async function createWorker(settings: WorkerSettings): Promise<Worker> {
+  const maxCachedWorkflows = settings.maxCachedWorkflows ?? 100;
+  const tasks = settings.maxConcurrentWorkflowTaskExecutions;
   return Worker.create({
     connection: settings.connection,
     namespace: settings.namespace,
@@ -56,14 +58,9 @@ export async function createWorker(settings: WorkerSettings): Promise<Worker> {
     activities: settings.activities,
     ...(settings.workflowBundle ? { workflowBundle: settings.workflowBundle } : { workflowsPath: workflowsPath() }),
     maxConcurrentActivityTaskExecutions: settings.maxConcurrentActivityTaskExecutions ?? 50,
-    maxCachedWorkflows: settings.maxCachedWorkflows ?? 100,
-    ...(settings.maxConcurrentWorkflowTaskExecutions !== undefined
-      ? {
-          maxConcurrentWorkflowTaskExecutions:
-            (settings.maxCachedWorkflows ?? 100) > 0
-              ? Math.min(settings.maxConcurrentWorkflowTaskExecutions, settings.maxCachedWorkflows ?? 100)
-              : settings.maxConcurrentWorkflowTaskExecutions,
-        }
+    maxCachedWorkflows,
+    ...(tasks !== undefined
+      ? { maxConcurrentWorkflowTaskExecutions: maxCachedWorkflows > 0 ? Math.min(tasks, maxCachedWorkflows) : tasks }
       : {}),
     shutdownGraceTime: '10s',
     ...(settings.tracing ? tracingOptions(settings.tracing, settings.workflowBundle === undefined) : {}),
