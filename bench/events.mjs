@@ -1,5 +1,6 @@
 // Benchmarks against a running stack (npm start), all in one run on the same server:
-//   1. single-event POST /v1/events (group-committed), events/s;
+//   1. single-event POST /v1/events (group-committed), events/s, and the same load against a bare
+//      node:http server in a process of its own (the HTTP ceiling of any single-event route here);
 //   2. POST /v1/events/batch with 100 events per request, events/s;
 //   3. the raw ceiling: the MongoDB driver's insertMany of 100 event documents shaped exactly like
 //      the ones src/usage/ingest.ts stores (same fields, collection `events`, same organization,
@@ -16,6 +17,7 @@
 // Targets (2 cores): single >= 3,000 events/s, batch >= 30,000 events/s, current_usage p99 < 50 ms.
 import autocannon from 'autocannon';
 import { MongoClient } from 'mongodb';
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
@@ -165,6 +167,46 @@ const event = (spread = false) => ({
   properties: { calls: 1 + (seq % 5), region: regions[seq % 3] },
 });
 
+/** Runs `measure` against a bare HTTP server in a child process of its own (stopped afterwards). */
+async function withBareServer(measure) {
+  const source = `
+    const body = JSON.stringify({ lago_id: '00000000-0000-7000-8000-000000000000', transaction_id: 'tx', external_customer_id: 'c',
+      code: 'api_calls', timestamp: new Date().toISOString(), properties: { calls: 1, region: 'eu' }, created_at: new Date().toISOString() });
+    const server = require('node:http').createServer((req, res) => {
+      const chunks = [];
+      req.on('data', (chunk) => chunks.push(chunk));
+      req.on('end', () => {
+        JSON.parse(Buffer.concat(chunks).toString());
+        res.writeHead(201, { 'content-type': 'application/json; charset=utf-8' });
+        res.end(body);
+      });
+    });
+    server.listen(0, '127.0.0.1', () => process.stdout.write(String(server.address().port) + '\\n'));`;
+  const child = spawn(process.execPath, ['-e', source], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    const port = await new Promise((resolve, reject) => {
+      child.stdout.once('data', (data) => resolve(Number(String(data).trim())));
+      child.once('exit', (code) => reject(new Error(`bare HTTP server exited (${code})`)));
+    });
+    return await measure(`http://127.0.0.1:${port}/v1/events`);
+  } finally {
+    child.kill();
+  }
+}
+
+/** An event like event()'s for the bare server, which stores nothing: `seq` counts only what the API is sent. */
+let bareSeq = 0;
+const bareEvent = () => {
+  bareSeq++;
+  return {
+    transaction_id: `bare-${process.pid}-${bareSeq}`,
+    external_customer_id: customer.external_id,
+    code: 'api_calls',
+    timestamp: new Date().toISOString(),
+    properties: { calls: 1 + (bareSeq % 5), region: regions[bareSeq % 3] },
+  };
+};
+
 async function run(name, opts, eventsPerRequest) {
   await autocannon({ ...opts, duration: WARM_UP_S }); // warm-up
   const r = await autocannon({ ...opts, duration });
@@ -209,6 +251,19 @@ const batch = await run(
   100,
 );
 log(`batch: ${batch.events_per_s} events/s`);
+
+// The HTTP ceiling of a single event: one bare Node process (node:http, no framework) that parses
+// each POST's JSON body and answers 201 with a fixed event, loaded exactly like the single-event
+// run (same connections, same bodies) on the same machine. What any single-event route can reach
+// here: the single-event figure is shown against it.
+const bare = await withBareServer((url) =>
+  run(
+    'bare node:http POST (parse the body, answer 201), one process',
+    { url, connections, headers, requests: [{ method: 'POST', setupRequest: (req) => ({ ...req, body: JSON.stringify(bareEvent()) }) }] },
+    1,
+  ),
+);
+log(`bare HTTP: ${bare.requests_per_s} requests/s`);
 
 // The raw ceiling: what src/usage/ingest.ts writes for a batch of 100 (its insertMany only: no
 // auth, rate limit, reads or daily_usage), straight to the stack's MongoDB server.
@@ -281,7 +336,7 @@ const ratios = {
   single_over_batch: { value: ratio(single.events_per_s, batch.events_per_s), goal: `>= ${SINGLE_OVER_BATCH_GOAL}` },
   batch_over_raw_ceiling: { value: ratio(batch.events_per_s, raw.events_per_s), goal: `>= ${BATCH_OVER_RAW_GOAL}` },
 };
-const results = [single, batch, raw];
+const results = [single, bare, batch, raw];
 const summary = [
   {
     figure: 'POST /v1/events (single, group-committed)',
@@ -290,6 +345,14 @@ const summary = [
     ceiling: batch.events_per_s,
     ratio: ratios.single_over_batch.value,
     goal: ratios.single_over_batch.goal,
+  },
+  {
+    figure: 'POST /v1/events (single) of a bare HTTP POST',
+    value: single.requests_per_s,
+    unit: 'requests/s',
+    ceiling: bare.requests_per_s,
+    ratio: ratio(single.requests_per_s, bare.requests_per_s),
+    goal: null,
   },
   {
     figure: 'POST /v1/events/batch (100 per request)',
@@ -350,7 +413,7 @@ await client.close();
 
 console.log(JSON.stringify({ benchmarks: results, ratios, cleanup }, null, 2));
 for (const row of summary) {
-  const against = row.ratio === null ? '' : `  ratio ${row.ratio} (goal ${row.goal}) of ${row.ceiling} ${row.unit}`;
+  const against = row.ratio === null ? '' : `  ratio ${row.ratio}${row.goal ? ` (goal ${row.goal})` : ''} of ${row.ceiling} ${row.unit}`;
   log(
     `${row.figure.padEnd(60)} ${String(row.value).padStart(7)} ${row.unit}${against}${row.ratio === null && row.goal ? `  (goal ${row.goal})` : ''}`,
   );
