@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { ScheduleOverlapPolicy } from '@temporalio/client';
 import type { LightMyRequestResponse } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createIdempotencyKeyActivities } from '../../activities/idempotency-keys';
 import { IDEMPOTENCY_KEY_TTL_MS, IN_PROGRESS_TAKEOVER_MS, idempotencyRequestHash } from '../../src/api/plugins/idempotency';
 import type { IdempotencyKeyDoc } from '../../src/db/models/idempotency-key';
@@ -328,6 +328,39 @@ describe('the sweep of expired keys', () => {
     const left = await stack.db.models.IdempotencyKey.find({}).lean<IdempotencyKeyDoc[]>();
     expect(left.map((r) => r.key)).toEqual([fresh]);
     expect(await deleteExpiredIdempotencyKeys()).toEqual({ deleted: 0 });
+  });
+
+  it('deletes in bounded rounds, oldest first, until none is left', async () => {
+    const at = new Date('2031-01-02T00:00:00.000Z');
+    const expired = Array.from({ length: 7 }, (_, i) => ({ key: randomUUID(), expiresAt: new Date(at.getTime() - (i + 1) * 1000) }));
+    const fresh = randomUUID();
+    for (const row of expired) await seed(row.key, row.expiresAt);
+    await seed(fresh, new Date(at.getTime() + 1));
+    const { IdempotencyKey } = stack.db.models;
+    const before = await IdempotencyKey.countDocuments({ expires_at: { $lte: at } });
+    expect(before).toBeGreaterThanOrEqual(7);
+    const oldest = await IdempotencyKey.find({ expires_at: { $lte: at } }, { _id: 1 })
+      .sort({ expires_at: 1, _id: 1 })
+      .limit(3)
+      .lean();
+
+    const deletes = vi.spyOn(IdempotencyKey, 'deleteMany');
+    try {
+      const { deleteExpiredIdempotencyKeys } = createIdempotencyKeyActivities({ db: stack.db, now: () => at, sweepRound: 3 });
+      expect(await deleteExpiredIdempotencyKeys()).toEqual({ deleted: before });
+      // Every round deleted at most 3 rows, named by id, the oldest first; a round that found fewer than 3 ended the sweep.
+      const idsOf = (filter: unknown) => (filter as { _id: { $in: string[] } })._id.$in;
+      const rounds = deletes.mock.calls.map(([filter]) => idsOf(filter).length);
+      expect(rounds.length).toBe(Math.ceil(before / 3));
+      expect(rounds.every((n) => n <= 3)).toBe(true);
+      expect(rounds.reduce((a, b) => a + b, 0)).toBe(before);
+      const first = idsOf(deletes.mock.calls[0]![0]);
+      expect([...first].sort()).toEqual(oldest.map((r) => r._id).sort());
+    } finally {
+      deletes.mockRestore();
+    }
+    expect(await IdempotencyKey.countDocuments({ expires_at: { $lte: at } })).toBe(0);
+    expect((await keyRows(org.id, fresh)).map((r) => r.key)).toEqual([fresh]);
   });
 
   it('runs as the schedule runs it: the sweep workflow on the worker', async () => {
