@@ -159,12 +159,15 @@ const regions = ['eu', 'us', 'apac'];
 let seq = 0;
 // Live traffic is stamped "now" (ingestion benches); the seed for current_usage spreads events
 // over the whole period so that every day of it has usage.
-const event = (spread = false) => ({
-  transaction_id: `b-${process.pid}-${seq++}`,
+const event = (spread = false) =>
+  numberedEvent(`b-${process.pid}`, ++seq, spread ? periodStart.getTime() + Math.floor(Math.random() * span) : Date.now());
+/** The n-th event of a series (its transaction_id is `<prefix>-<n>`), stamped `at` (ms). */
+const numberedEvent = (prefix, n, at) => ({
+  transaction_id: `${prefix}-${n}`,
   external_customer_id: customer.external_id,
   code: 'api_calls',
-  timestamp: new Date(spread ? periodStart.getTime() + Math.floor(Math.random() * span) : Date.now()).toISOString(),
-  properties: { calls: 1 + (seq % 5), region: regions[seq % 3] },
+  timestamp: new Date(at).toISOString(),
+  properties: { calls: 1 + (n % 5), region: regions[n % 3] },
 });
 
 /** Runs `measure` against a bare HTTP server in a child process of its own (stopped afterwards). */
@@ -194,18 +197,9 @@ async function withBareServer(measure) {
   }
 }
 
-/** An event like event()'s for the bare server, which stores nothing: `seq` counts only what the API is sent. */
+/** The bare server's events: a series of their own, so that `seq` counts only what the API is sent. */
 let bareSeq = 0;
-const bareEvent = () => {
-  bareSeq++;
-  return {
-    transaction_id: `bare-${process.pid}-${bareSeq}`,
-    external_customer_id: customer.external_id,
-    code: 'api_calls',
-    timestamp: new Date().toISOString(),
-    properties: { calls: 1 + (bareSeq % 5), region: regions[bareSeq % 3] },
-  };
-};
+const bareEvent = () => numberedEvent(`bare-${process.pid}`, ++bareSeq, Date.now());
 
 async function run(name, opts, eventsPerRequest) {
   await autocannon({ ...opts, duration: WARM_UP_S }); // warm-up
