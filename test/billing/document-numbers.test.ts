@@ -3,18 +3,18 @@
 // one insert per number; numbers taken elsewhere (another worker, the API) are found through the
 // unique index, never skipped, never given twice.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { connectDb, type Db } from '../../src/db';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Db } from '../../src/db';
 import { takeDocumentNumber } from '../../src/billing/document-numbers';
-import { createTestStack, type TestStack } from '../support/stack';
+import { connectMonitored, createTestStack, type TestStack } from '../support/stack';
 
 let stack: TestStack;
-/** The stack's database through a connection that reports its commands (the driver's command monitoring). */
+/** The stack's database through a connection that reports its commands (connectMonitored). */
 let monitored: Db;
 
 beforeAll(async () => {
   stack = await createTestStack();
-  monitored = await connectDb(`${inject('mongoUrl')}/${stack.db.connection.name}`, { maxPoolSize: 4, monitorCommands: true });
+  monitored = await connectMonitored(stack);
 });
 afterAll(async () => {
   await monitored?.close();

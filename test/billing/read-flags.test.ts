@@ -5,20 +5,20 @@
 // flags (none set) is read as before.
 import { randomUUID } from 'node:crypto';
 import Decimal from 'decimal.js';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { connectDb, type Db } from '../../src/db';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Db } from '../../src/db';
 import { createInvoice, type InvoiceDeps } from '../../src/billing/invoices';
 import { dec } from '../../src/domain/money';
-import { createOrganization, createTestStack, type TestStack } from '../support/stack';
+import { connectMonitored, createOrganization, createTestStack, type TestStack } from '../support/stack';
 
 let stack: TestStack;
-/** The stack's database through a connection that reports its commands (the driver's command monitoring). */
+/** The stack's database through a connection that reports its commands (connectMonitored). */
 let monitored: Db;
 let deps: InvoiceDeps;
 
 beforeAll(async () => {
   stack = await createTestStack();
-  monitored = await connectDb(`${inject('mongoUrl')}/${stack.db.connection.name}`, { maxPoolSize: 4, monitorCommands: true });
+  monitored = await connectMonitored(stack);
   deps = { models: monitored.models, temporal: stack.temporal };
 });
 afterAll(async () => {

@@ -17,6 +17,17 @@ export async function createTestDb(): Promise<Db> {
   return db;
 }
 
+/**
+ * The stack's database through a connection of its own that reports its commands (the driver's
+ * command monitoring). Returned once its models have created their collections: mongoose does that
+ * in the background after connecting, and a late `create` would land among the commands a test counts.
+ */
+export async function connectMonitored(stack: Pick<TestStack, 'db'>): Promise<Db> {
+  const monitored = await connectDb(`${inject('mongoUrl')}/${stack.db.connection.name}`, { maxPoolSize: 4, monitorCommands: true });
+  await Promise.all(Object.values(monitored.models).map((model) => model.init()));
+  return monitored;
+}
+
 /** The test run's SECRETS_KEY (32 bytes, hex): the API and the workers of a stack share it. */
 export const TEST_SECRETS_KEY = '5ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2';
 
