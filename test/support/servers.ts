@@ -117,6 +117,9 @@ export async function startTemporalDevServer(): Promise<RunningServer> {
     'matching.numTaskqueueReadPartitions=1',
     '--dynamic-config-value',
     'matching.numTaskqueueWritePartitions=1',
+    // Search attributes read from the server's cache, not from SQLite at every check (as npm start).
+    '--dynamic-config-value',
+    'system.forceSearchAttributesCacheRefreshOnRead=false',
     ...SEARCH_ATTRIBUTE_TYPES.flatMap(({ name, type }) => ['--search-attribute', `${name}=${type}`]),
   ];
   const { child, log } = spawnServer(paths.temporalCli, args);
