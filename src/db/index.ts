@@ -1,4 +1,5 @@
 import type { Tracer } from '@opentelemetry/api';
+import type { AnyBulkWriteOperation, Collection, Document } from 'mongodb';
 import mongoose, { type Connection, type Model } from 'mongoose';
 import { traceCommands } from './command-spans';
 import { apiKeySchema, type ApiKeyDoc } from './models/api-key';
@@ -211,4 +212,24 @@ export async function connectDb(uri: string, options: ConnectDbOptions = {}): Pr
 export function isDuplicateKeyError(err: unknown): boolean {
   const e = err as { code?: number; writeErrors?: { code?: number }[] } | null;
   return e?.code === 11000 || (e?.writeErrors?.some((w) => w.code === 11000) ?? false);
+}
+
+/**
+ * Upserts in one unordered bulk write. When two writers create the same new key at once (a unique
+ * index on the filter's fields), the loser's upsert fails with 11000 (duplicate key): it is sent
+ * again and then updates the winner's document. Any other error, or 11000 five times, is thrown.
+ */
+export async function bulkUpsert<T extends Document>(collection: Collection<T>, ops: AnyBulkWriteOperation<T>[]): Promise<void> {
+  let pending = ops;
+  for (let attempt = 1; pending.length > 0; attempt++) {
+    try {
+      await collection.bulkWrite(pending, { ordered: false });
+      return;
+    } catch (err) {
+      const writeErrors = (err as { writeErrors?: { code?: number; index: number }[] | { code?: number; index: number } }).writeErrors;
+      const list = Array.isArray(writeErrors) ? writeErrors : writeErrors ? [writeErrors] : [];
+      if (attempt >= 5 || list.length === 0 || list.some((w) => w.code !== 11000)) throw err;
+      pending = list.map((w) => pending[w.index]!);
+    }
+  }
 }

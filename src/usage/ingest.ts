@@ -5,7 +5,7 @@
 // Exactly once: the unique (organization_id, transaction_id) index decides which of several
 // concurrent submissions of one event is stored; only that one adds to daily_usage.
 import type { AnyBulkWriteOperation } from 'mongodb';
-import type { Db } from '../db';
+import { bulkUpsert, type Db } from '../db';
 import { newId } from '../db/base';
 import type { CustomerDoc } from '../db/models/customer';
 import type { EventDoc } from '../db/models/event';
@@ -356,23 +356,8 @@ export class Ingestor {
           upsert: true,
         },
       }));
-      await this.bulkUpsert(ops);
-    }
-  }
-
-  /** Two processes creating the same daily row at once: the loser's upsert fails with 11000; retrying it updates the row. */
-  private async bulkUpsert(ops: AnyBulkWriteOperation[]): Promise<void> {
-    let pending = ops;
-    for (let attempt = 1; pending.length > 0; attempt++) {
-      try {
-        await this.db.models.DailyUsage.collection.bulkWrite(pending, { ordered: false });
-        return;
-      } catch (err) {
-        const writeErrors = (err as { writeErrors?: { code?: number; index: number }[] }).writeErrors;
-        const list = Array.isArray(writeErrors) ? writeErrors : [];
-        if (attempt >= 5 || list.length === 0 || list.some((w) => w.code !== 11000)) throw err;
-        pending = list.map((w) => pending[w.index]!);
-      }
+      // Two processes creating the same daily row at once: the loser updates it (bulkUpsert).
+      await bulkUpsert(this.db.models.DailyUsage.collection, ops);
     }
   }
 }

@@ -273,6 +273,28 @@ describe('/v1/entitlements', () => {
     expectError(await post('/v1/entitlements/copy', { from_plan_id: pro.id, to_plan_id: uid('nope') }), 404, 'plan_not_found');
   });
 
+  it('copies in one write: concurrent copies to a new plan leave one entitlement per feature, each with an id and timestamps', async () => {
+    const { pro } = await catalog();
+    const target = await plan(5000);
+    const before = Date.now();
+    // Every upsert of the four copies creates or updates the same three rows: the ones that lose the
+    // race to create a row are sent again and update it.
+    const copies = await Promise.all(
+      [1, 2, 3, 4].map(() => post('/v1/entitlements/copy', { from_plan_id: pro.id, to_plan_id: target.id })),
+    );
+    for (const copy of copies) expect(ok<EntitlementResource[]>(copy, 200)).toHaveLength(3);
+    const rows = ok<EntitlementResource[]>(await get(`/v1/entitlements?plan_id=${target.id}`), 200);
+    const source = ok<EntitlementResource[]>(await get(`/v1/entitlements?plan_id=${pro.id}`), 200);
+    expect(rows.map((e) => [e.feature_id, e.value]).sort()).toEqual(source.map((e) => [e.feature_id, e.value]).sort());
+    for (const row of rows) {
+      expect(row.id).toMatch(UUID);
+      expect(source.map((e) => e.id)).not.toContain(row.id);
+      expect(Date.parse(row.created_at)).toBeGreaterThanOrEqual(before - 1000);
+      expect(Date.parse(row.updated_at)).toBeGreaterThanOrEqual(Date.parse(row.created_at));
+      expect(ok<EntitlementResource>(await get(`/v1/entitlements/${row.id}`), 200).plan_id).toBe(target.id);
+    }
+  });
+
   it("another organization's plan, feature or entitlement is 404", async () => {
     const mine = await plan();
     const myFeature = await feature('boolean');

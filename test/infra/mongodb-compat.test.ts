@@ -5,7 +5,7 @@ import Decimal from 'decimal.js';
 import { Decimal128, type Collection, type Document, MongoBulkWriteError, MongoServerError } from 'mongodb';
 import { type Model, Schema, Types } from 'mongoose';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { type Db, isDuplicateKeyError } from '../../src/db';
+import { bulkUpsert, type Db, isDuplicateKeyError } from '../../src/db';
 import { createTestDb } from '../support/stack';
 
 interface LedgerDoc {
@@ -180,6 +180,71 @@ describe('findOneAndUpdate upsert', () => {
     const doc = await collection.findOne({ key: 'counter' });
     expect(doc?.n).toBe(50);
     expect(new Decimal((doc?.total as Decimal128).toString()).equals('0.005')).toBe(true);
+  });
+});
+
+describe('bulkUpsert (src/db: daily usage, entitlement copies)', () => {
+  const upsert = (code: string) => ({
+    updateOne: {
+      filter: { code },
+      update: { $inc: { count: 1 }, $setOnInsert: { _id: uid('id'), account: 'a', amount: Decimal128.fromString('1') } },
+      upsert: true,
+    },
+  });
+
+  it('concurrent upserts of the same new keys create each once and lose no increment', async () => {
+    const codes = [uid('up'), uid('up'), uid('up'), uid('up')];
+    await Promise.all(Array.from({ length: 12 }, () => bulkUpsert(Ledger.collection, codes.map(upsert))));
+    for (const code of codes) {
+      const docs = await Ledger.find({ code }).lean();
+      expect(docs).toHaveLength(1);
+      expect(docs[0]!.count).toBe(12);
+    }
+  });
+
+  it('sends again only the upserts that lost the race to create their key, which then update it', async () => {
+    const codes = [uid('race'), uid('race'), uid('race')];
+    const sent: string[][] = [];
+    type Ops = Parameters<Collection<Document>['bulkWrite']>[0];
+    const codesOf = (ops: Ops) => ops.map((op) => (op as unknown as { updateOne: { filter: { code: string } } }).updateOne.filter.code);
+    // The stand-in runs one write at a time, so the race is played here: in the first round another
+    // writer creates the second key between the filter's miss and the insert (MongoDB answers 11000).
+    const racing = {
+      async bulkWrite(ops: Ops, options: { ordered: boolean }) {
+        sent.push(codesOf(ops));
+        if (sent.length > 1) return Ledger.collection.bulkWrite(ops, options);
+        await Ledger.collection.bulkWrite([ops[0]!, ops[2]!], options);
+        await Ledger.create({ _id: uid('id'), code: codes[1], account: 'other writer', amount: '1' });
+        throw Object.assign(new Error('E11000 duplicate key'), { code: 11000, writeErrors: [{ index: 1, code: 11000 }] });
+      },
+    } as unknown as Collection<Document>;
+    await bulkUpsert(racing, codes.map(upsert));
+    expect(sent).toEqual([codes, [codes[1]]]);
+    for (const code of codes) expect((await Ledger.find({ code }).lean()).map((d) => d.count)).toEqual([1]);
+    expect((await Ledger.findOne({ code: codes[1] }).lean())!.account).toBe('other writer');
+  });
+
+  it('gives up on a key that keeps colliding (after five rounds), having written the others', async () => {
+    const taken = uid('taken');
+    await Ledger.create({ _id: uid('id'), code: taken, account: 'a', amount: '1' });
+    const fresh = uid('fresh');
+    // The filter matches nothing (another account), and its insert collides on the unique code.
+    const colliding = { updateOne: { filter: { code: taken, account: 'b' }, update: { $set: { count: 7 } }, upsert: true } };
+    const err = await caught(bulkUpsert(Ledger.collection, [colliding, upsert(fresh)]));
+    expect(err).toBeInstanceOf(MongoBulkWriteError);
+    expect(isDuplicateKeyError(err)).toBe(true);
+    expect((await Ledger.findOne({ code: taken }).lean())!.count).toBe(0);
+    expect((await Ledger.findOne({ code: fresh }).lean())!.count).toBe(1);
+  });
+
+  it('throws any other write error at once', async () => {
+    const code = uid('text');
+    await Ledger.create({ _id: uid('id'), code, account: 'a', amount: '1' });
+    const err = await caught(
+      bulkUpsert(Ledger.collection, [{ updateOne: { filter: { code }, update: { $inc: { account: 1 } }, upsert: true } }]),
+    );
+    expect(isDuplicateKeyError(err)).toBe(false);
+    expect((await Ledger.findOne({ code }).lean())!.account).toBe('a');
   });
 });
 

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { isDuplicateKeyError } from '../../db';
+import { bulkUpsert, isDuplicateKeyError } from '../../db';
+import { newId } from '../../db/base';
 import type { EntitlementDoc } from '../../db/models/entitlement';
 import type { FeatureDoc } from '../../db/models/feature';
 import { entitlementValueError } from '../../domain/entitlements';
@@ -227,21 +228,21 @@ export const entitlementRoutes: FastifyPluginAsyncZod = async (app) => {
       const [from, to] = await Promise.all([findPlan(app, organizationId, from_plan_id), findPlan(app, organizationId, to_plan_id)]);
       if (from._id === to._id) throw Validation.field('to_plan_id', 'must be another plan than from_plan_id');
       const source = await planEntitlements(organizationId, from._id);
-      for (const entitlement of source) {
-        const key = { organization_id: organizationId, plan_id: to._id, feature_id: entitlement.feature_id };
-        const valueJson = JSON.stringify(entitlement.value);
-        // Update, else create; a create that loses a race to another copy updates instead.
-        for (let attempt = 0; ; attempt++) {
-          const { matchedCount } = await Entitlement.updateOne(key, { $set: { value_json: valueJson } });
-          if (matchedCount > 0) break;
-          try {
-            await Entitlement.create({ ...key, value_json: valueJson });
-            break;
-          } catch (err) {
-            if (!isDuplicateKeyError(err) || attempt > 0) throw err;
-          }
-        }
-      }
+      // One round trip for all: each feature's value is set, or created with a new id.
+      const now = new Date();
+      await bulkUpsert(
+        Entitlement.collection,
+        source.map((entitlement) => ({
+          updateOne: {
+            filter: { organization_id: organizationId, plan_id: to._id, feature_id: entitlement.feature_id },
+            update: {
+              $set: { value_json: JSON.stringify(entitlement.value), updated_at: now },
+              $setOnInsert: { _id: newId(), created_at: now },
+            },
+            upsert: true,
+          },
+        })),
+      );
       if (replace) {
         await Entitlement.deleteMany({
           organization_id: organizationId,
