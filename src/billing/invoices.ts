@@ -259,15 +259,7 @@ export async function draftInvoice(db: Db, input: NewInvoice) {
   const id = invoiceIdFor(input.organizationId, input.idempotencyKey);
   const [taxes, coupons, plan] = await Promise.all([
     // An organization that never had a tax taxes nothing (src/db/read-flags.ts).
-    !mayHave(organization, 'has_taxes')
-      ? NO_TAXES
-      : loadTaxSets(db, {
-          organizationId: input.organizationId,
-          customerId: input.customerId,
-          planId: input.planId ?? null,
-          chargeIds: input.fees.flatMap((f) => (f.charge_id ? [f.charge_id] : [])),
-          addOnIds: input.fees.flatMap((f) => (f.add_on_id ? [f.add_on_id] : [])),
-        }),
+    !mayHave(organization, 'has_taxes') ? NO_TAXES : loadTaxSets(db, taxSetsQuery(input, input.customerId)),
     // A purchase of wallet credits is never discounted (nor credited, nor paid by a wallet: see finalizeInvoice).
     // Read as the finalization reads them for this invoice (a new one: the active ones), so that a
     // finalization at creation takes them from here.
@@ -341,12 +333,29 @@ export async function draftInvoice(db: Db, input: NewInvoice) {
   };
   // Fees first: an invoice document is only ever visible with all its lines.
   // (A periodic invoice may have no line at all: it is still issued, at zero.)
-  const fees = assembled.fees
+  const fees = feeRecordsOf(assembled, input, id, (key) => deterministicId(`fee/${id}/${key}`));
+  return { organization, customer, coupons, invoice: doc, fees };
+}
+
+/** What loadTaxSets reads for an invoice of `input`, `customerId`'s customer-level taxes included. */
+export function taxSetsQuery(input: NewInvoice, customerId: string): Parameters<typeof loadTaxSets>[1] {
+  return {
+    organizationId: input.organizationId,
+    customerId,
+    planId: input.planId ?? null,
+    chargeIds: input.fees.flatMap((f) => (f.charge_id ? [f.charge_id] : [])),
+    addOnIds: input.fees.flatMap((f) => (f.add_on_id ? [f.add_on_id] : [])),
+  };
+}
+
+/** The fee documents of an assembled invoice as creation stores them, by key; `feeId` names each. */
+export function feeRecordsOf(assembled: AssembledInvoice, input: NewInvoice, invoiceId: string, feeId: (key: string) => string) {
+  return assembled.fees
     .map((fee) =>
       feeRecord(fee.fee_type === 'commitment' && assembled.commitment ? withCommitmentBasis(fee, assembled, input) : fee, {
-        id: deterministicId(`fee/${id}/${fee.key}`),
+        id: feeId(fee.key),
         organizationId: input.organizationId,
-        invoiceId: id,
+        invoiceId,
         customerId: input.customerId,
         subscriptionId: input.subscriptionId ?? null,
         currency: input.currency,
@@ -356,7 +365,6 @@ export async function draftInvoice(db: Db, input: NewInvoice) {
       }),
     )
     .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  return { organization, customer, coupons, invoice: doc, fees };
 }
 
 /** The commitment true-up line with what it was computed from. */

@@ -12,10 +12,11 @@
 //   raw events of the subscription), the same proration, caps, commitment and taxes. With the
 //   plan the customer was billed on, it gives back the issued invoices' fees and taxes exactly.
 //
-// Each invoice a step hands the sink is assembled as draftInvoice assembles it (loadTaxSets, the
-// customer's applied coupons, assembleInvoice) without an id, a number or a write. Coupons apply to
-// hypothetical units when a customer is given and has some; never to past periods, whose coupons
-// the issued invoices used: past periods compare amounts before coupons and credits. Wallets,
+// Each invoice a step hands the sink is assembled as draftInvoice assembles it (taxSetsQuery, the
+// customer's applied coupons, assembleInvoice, feeRecordsOf) without an id, a number or a write.
+// Coupons apply to hypothetical units when a customer is given and has some; never to past
+// periods, whose coupons the issued invoices used: past periods compare amounts before coupons
+// and credits. Wallets,
 // credit notes and progressive billing credits pay an invoice, they do not price it: never applied.
 import type Decimal from 'decimal.js';
 import type { Db } from '../db';
@@ -48,7 +49,7 @@ import { scheduleOf, type PeriodState, type PlanSnapshot, type SubscriptionState
 import type { ChargeView, MetricView } from '../usage/catalog-view';
 import { chargeFeesOf, emptyAggregation, NO_SOURCE, type ChargeUsage } from '../usage/period-usage';
 import { loadTaxSets } from '../usage/tax-sets';
-import { appliedCouponsOf, feeRecord, type NewInvoice } from './invoices';
+import { appliedCouponsOf, feeRecordsOf, taxSetsQuery, type NewInvoice } from './invoices';
 import { activate, endTrial } from './subscription/activation';
 import { closePeriod } from './subscription/boundary';
 import { terminate } from './subscription/ending';
@@ -97,34 +98,13 @@ class SimulationBook implements DryRun {
 
   async invoice(input: NewInvoice): Promise<Pick<InvoiceDoc, '_id'>> {
     const [taxes, coupons] = await Promise.all([
-      loadTaxSets(this.db, {
-        organizationId: input.organizationId,
-        // No customer: a customer level that matches no applied tax.
-        customerId: this.customerId ?? '',
-        planId: input.planId ?? null,
-        chargeIds: input.fees.flatMap((f) => (f.charge_id ? [f.charge_id] : [])),
-        addOnIds: input.fees.flatMap((f) => (f.add_on_id ? [f.add_on_id] : [])),
-      }),
+      // No customer: a customer level that matches no applied tax.
+      loadTaxSets(this.db, taxSetsQuery(input, this.customerId ?? '')),
       this.withCoupons && this.customerId ? appliedCouponsOf(this.db, input.organizationId, this.customerId) : Promise.resolve([]),
     ]);
     const assembled = assembleInvoice({ currency: input.currency, fees: input.fees, taxes, applied_coupons: coupons, ...input.assembly });
     const id = `simulation/${this.invoices.length + 1}`;
-    const fees = assembled.fees
-      .map(
-        (fee) =>
-          feeRecord(fee, {
-            id: `${id}/${fee.key}`,
-            organizationId: input.organizationId,
-            invoiceId: id,
-            customerId: input.customerId,
-            subscriptionId: input.subscriptionId ?? null,
-            currency: input.currency,
-            periodStartedAt: fee.period?.from ?? input.linesPeriod?.from ?? input.periodStartedAt ?? null,
-            periodEndedAt: fee.period?.to ?? input.linesPeriod?.to ?? input.periodEndedAt ?? null,
-            at: input.at,
-          }) as unknown as FeeDoc,
-      )
-      .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    const fees = feeRecordsOf(assembled, input, id, (key) => `${id}/${key}`) as unknown as FeeDoc[];
     this.invoices.push({ key: input.idempotencyKey, assembled, fees });
     return { _id: id };
   }
