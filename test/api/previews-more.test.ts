@@ -15,6 +15,7 @@ import type { PlanResource } from '../../src/resources/plan';
 import type { SubscriptionResource } from '../../src/resources/subscription';
 import type { TestClockResource } from '../../src/resources/test-clock';
 import { eventually, expectError, expectValidationError } from '../support/http';
+import { asPreview, billingCounts, sorted } from '../support/previews';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
 import { startStackWorker, type StackWorker } from '../support/worker';
 
@@ -39,50 +40,6 @@ function ok<T>(res: Response, status = 200): T {
   expect(res.statusCode, res.body).toBe(status);
   return res.json<T>();
 }
-
-const COLLECTIONS = ['invoices', 'fees', 'lifecycle_events', 'document_numbers', 'credit_notes', 'wallet_transactions', 'subscriptions'];
-
-async function counts(): Promise<Record<string, number>> {
-  const entries = await Promise.all(COLLECTIONS.map(async (c) => [c, await stack.db.connection.collection(c).countDocuments()] as const));
-  return Object.fromEntries(entries);
-}
-
-const byLine = <F extends { fee_type: string; charge_id: string | null; amount_cents: string }>(a: F, b: F) =>
-  a.fee_type.localeCompare(b.fee_type) ||
-  (a.charge_id ?? '').localeCompare(b.charge_id ?? '') ||
-  a.amount_cents.localeCompare(b.amount_cents);
-
-/** An issued invoice in the preview's shape: what a previewed invoice must equal. */
-function asPreview(inv: InvoiceResource): InvoicePreviewResource {
-  return {
-    customer_id: inv.customer_id,
-    subscription_id: inv.subscription_id,
-    invoice_type: inv.invoice_type,
-    status: inv.status === 'paid' ? 'paid' : 'finalized',
-    issued_at: inv.finalized_at!,
-    currency: inv.currency,
-    issuing_date: inv.issuing_date,
-    payment_due_date: inv.payment_due_date,
-    net_payment_term: inv.net_payment_term,
-    period_started_at: inv.period_started_at,
-    period_ended_at: inv.period_ended_at,
-    fees_amount_cents: inv.fees_amount_cents,
-    subtotal: inv.subtotal,
-    tax_amount: inv.tax_amount,
-    coupons_amount_cents: inv.coupons_amount_cents,
-    progressive_billing_credit_amount_cents: inv.progressive_billing_credit_amount_cents,
-    credit_notes_amount_cents: inv.credit_notes_amount_cents,
-    prepaid_credit_amount: inv.prepaid_credit_amount,
-    total: inv.total,
-    applied_taxes: inv.applied_taxes,
-    applied_coupons: inv.applied_coupons.map((c) => ({ coupon_id: c.coupon_id, coupon_code: c.coupon_code, amount_cents: c.amount_cents })),
-    fees: inv
-      .fees!.map(({ id: _id, invoice_id: _inv, payment_status: _ps, credited_amount_cents: _cr, created_at: _c, ...fee }) => fee)
-      .sort(byLine),
-  };
-}
-
-const sorted = (p: InvoicePreviewResource): InvoicePreviewResource => ({ ...p, fees: [...p.fees].sort(byLine) });
 
 /** The preview's top-level invoice and its `invoices`, each in the comparable shape. */
 function split(preview: InvoicesPreviewResource): { top: InvoicePreviewResource; all: InvoicePreviewResource[] } {
@@ -183,9 +140,9 @@ async function tenant(name: string) {
     },
     /** POST /v1/invoices/preview for a subscription, checking that it wrote nothing. */
     async preview(customer: CustomerResource, sub: SubscriptionResource): Promise<InvoicesPreviewResource> {
-      const before = await counts();
+      const before = await billingCounts(stack.db.connection);
       const res = await post('/v1/invoices/preview', { customer_id: customer.external_id, subscription_id: sub.external_id });
-      expect(await counts()).toEqual(before);
+      expect(await billingCounts(stack.db.connection)).toEqual(before);
       return ok<InvoicesPreviewResource>(res);
     },
     previewResponse(customer: CustomerResource, sub: SubscriptionResource): Promise<Response> {

@@ -14,6 +14,7 @@ import type { PlanResource } from '../../src/resources/plan';
 import type { SubscriptionResource } from '../../src/resources/subscription';
 import type { TestClockResource } from '../../src/resources/test-clock';
 import { eventually, expectError, expectUnknownFields, expectValidationError } from '../support/http';
+import { asPreview, billingCounts, sorted } from '../support/previews';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
 import { startStackWorker, type StackWorker } from '../support/worker';
 
@@ -119,22 +120,6 @@ async function invoicesOf(subscriptionId: string): Promise<InvoiceResource[]> {
   return full.sort((a, b) => a.created_at.localeCompare(b.created_at) || a.number.localeCompare(b.number));
 }
 
-const COLLECTIONS = [
-  'invoices',
-  'fees',
-  'lifecycle_events',
-  'document_numbers',
-  'credit_notes',
-  'wallet_transactions',
-  'applied_coupons',
-  'subscriptions',
-];
-
-async function counts(): Promise<Record<string, number>> {
-  const entries = await Promise.all(COLLECTIONS.map(async (c) => [c, await stack.db.connection.collection(c).countDocuments()] as const));
-  return Object.fromEntries(entries);
-}
-
 /** The document of every subscription, to check that nothing about them changed. */
 async function subscriptionDocs(): Promise<unknown[]> {
   return stack.db.connection.collection('subscriptions').find({}).sort({ _id: 1 }).toArray();
@@ -142,50 +127,13 @@ async function subscriptionDocs(): Promise<unknown[]> {
 
 /** A preview's POST, checking that it wrote nothing. */
 async function previewing<T>(url: string, body: unknown): Promise<T> {
-  const [before, docsBefore] = await Promise.all([counts(), subscriptionDocs()]);
+  const [before, docsBefore] = await Promise.all([billingCounts(stack.db.connection), subscriptionDocs()]);
   const res = await post(url, body);
-  const [after, docsAfter] = await Promise.all([counts(), subscriptionDocs()]);
+  const [after, docsAfter] = await Promise.all([billingCounts(stack.db.connection), subscriptionDocs()]);
   expect(after).toEqual(before);
   expect(docsAfter).toEqual(docsBefore);
   return ok<T>(res);
 }
-
-const byLine = <F extends { fee_type: string; charge_id: string | null; amount_cents: string }>(a: F, b: F) =>
-  a.fee_type.localeCompare(b.fee_type) ||
-  (a.charge_id ?? '').localeCompare(b.charge_id ?? '') ||
-  a.amount_cents.localeCompare(b.amount_cents);
-
-/** An issued invoice in the preview's shape: what the preview must equal. */
-function asPreview(inv: InvoiceResource): InvoicePreviewResource {
-  return {
-    customer_id: inv.customer_id,
-    subscription_id: inv.subscription_id,
-    invoice_type: inv.invoice_type,
-    status: inv.status === 'paid' ? 'paid' : 'finalized',
-    issued_at: inv.finalized_at!,
-    currency: inv.currency,
-    issuing_date: inv.issuing_date,
-    payment_due_date: inv.payment_due_date,
-    net_payment_term: inv.net_payment_term,
-    period_started_at: inv.period_started_at,
-    period_ended_at: inv.period_ended_at,
-    fees_amount_cents: inv.fees_amount_cents,
-    subtotal: inv.subtotal,
-    tax_amount: inv.tax_amount,
-    coupons_amount_cents: inv.coupons_amount_cents,
-    progressive_billing_credit_amount_cents: inv.progressive_billing_credit_amount_cents,
-    credit_notes_amount_cents: inv.credit_notes_amount_cents,
-    prepaid_credit_amount: inv.prepaid_credit_amount,
-    total: inv.total,
-    applied_taxes: inv.applied_taxes,
-    applied_coupons: inv.applied_coupons.map((c) => ({ coupon_id: c.coupon_id, coupon_code: c.coupon_code, amount_cents: c.amount_cents })),
-    fees: inv
-      .fees!.map(({ id: _id, invoice_id: _inv, payment_status: _ps, credited_amount_cents: _cr, created_at: _c, ...fee }) => fee)
-      .sort(byLine),
-  };
-}
-
-const sorted = (p: InvoicePreviewResource): InvoicePreviewResource => ({ ...p, fees: [...p.fees].sort(byLine) });
 
 describe('POST /v1/invoices/preview', () => {
   it("Preview of a subscription's current period equals, to the cent, the invoice issued at its end when nothing else happens (run on a test clock)", async () => {
