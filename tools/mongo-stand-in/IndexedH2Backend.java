@@ -15,6 +15,7 @@ import de.bwaldvogel.mongo.backend.h2.H2Backend;
 import de.bwaldvogel.mongo.backend.h2.H2Collection;
 import de.bwaldvogel.mongo.backend.h2.H2Database;
 import de.bwaldvogel.mongo.bson.Document;
+import de.bwaldvogel.mongo.oplog.NoopOplog;
 import de.bwaldvogel.mongo.oplog.Oplog;
 import de.bwaldvogel.mongo.backend.DatabaseResolver;
 import io.netty.channel.Channel;
@@ -24,6 +25,7 @@ import org.h2.mvstore.MVStore;
 
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 
@@ -135,6 +137,39 @@ public class IndexedH2Backend extends H2Backend {
                 Collections.reverse(positions);
             }
             return matchDocuments(query, positions, orderBy, numberToSkip, limit, batchSize, fieldSelector);
+        }
+
+        /**
+         * A deleteMany that holds one matching document at a time. mongo-java-server's own reads
+         * every match into a list before it removes any (a million events once ran the stand-in out
+         * of its heap). The candidates are an index's positions for the query, else the data map's
+         * keys, read from a snapshot of the map (an MVMap iterator does not see later changes);
+         * each is read, matched against the whole query and removed at once. A delete with a limit
+         * (deleteOne) is mongo-java-server's: it holds one document.
+         */
+        @Override
+        public synchronized int deleteDocuments(Document selector, int limit, Oplog oplog) {
+            if (limit != 0) {
+                return super.deleteDocuments(selector, limit, oplog);
+            }
+            List<Object> candidates = QueryPlanner.candidates(getIndexes(), selector, dataMap.getKeyType()::compare);
+            Iterator<Object> positions = candidates != null ? candidates.iterator() : dataMap.keyIterator(null);
+            boolean logged = !(oplog instanceof NoopOplog);
+            List<Object> deletedIds = new ArrayList<>();
+            int deleted = 0;
+            while (positions.hasNext()) {
+                Document document = getDocument(positions.next());
+                if (document == null || !documentMatchesQuery(document, selector)) {
+                    continue;
+                }
+                if (logged) {
+                    deletedIds.add(document.get(getIdField()));
+                }
+                removeDocument(document);
+                deleted++;
+            }
+            oplog.handleDelete(getFullName(), selector, deletedIds);
+            return deleted;
         }
 
         /**
