@@ -248,6 +248,41 @@ describe('units alerts', () => {
   });
 });
 
+describe('a check that stopped between recording a crossing and emitting its event', () => {
+  it('is completed by the next check of the subscription: the event goes out once, the trigger is marked', async () => {
+    const { customer, externalId } = await subscribed();
+    const alert = await createAlert({
+      subscription_id: externalId,
+      alert_type: 'billable_metric_current_usage_units',
+      billable_metric_code: calls.code,
+      threshold: 5,
+    });
+    await sendEvents(customer, 5);
+    const [trigger] = await triggersOf(alert.id);
+    expect(trigger).toMatchObject({ crossing: 1 });
+    const { LifecycleEvent, UsageAlertTrigger } = stack.db.models;
+    const unemitted = () => UsageAlertTrigger.countDocuments({ usage_alert_id: alert.id, emitted_at: null });
+
+    // Stopped before the event was written: the trigger is recorded, nothing went out.
+    await LifecycleEvent.deleteMany({ type: 'usage_alert.triggered', 'object.usage_alert_id': alert.id });
+    await UsageAlertTrigger.updateOne({ usage_alert_id: alert.id }, { $set: { emitted_at: null } });
+    // The next event of the subscription (no new crossing) emits it.
+    await sendEvents(customer, 1);
+    const events = await lifecycleEvents(org.id, alert.id);
+    expect(events).toHaveLength(1);
+    expect(events[0]!.object).toMatchObject({ id: trigger!.id, crossing: 1 });
+    expect(await unemitted()).toBe(0);
+
+    // Stopped after the event was written, before the trigger was marked: emitted again, the event's
+    // idempotency key keeps it one.
+    await UsageAlertTrigger.updateOne({ usage_alert_id: alert.id }, { $set: { emitted_at: null } });
+    await sendEvents(customer, 1);
+    expect(await lifecycleEvents(org.id, alert.id)).toHaveLength(1);
+    expect(await unemitted()).toBe(0);
+    expect(await triggersOf(alert.id)).toHaveLength(1);
+  });
+});
+
 /** A second API on the stack's database and Temporal (what another API process would be). */
 async function createTestStackOnSameDb() {
   const app = await buildApp({
