@@ -25,7 +25,6 @@ import org.h2.mvstore.MVStore;
 
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 
@@ -142,10 +141,11 @@ public class IndexedH2Backend extends H2Backend {
         /**
          * A deleteMany that holds one matching document at a time. mongo-java-server's own reads
          * every match into a list before it removes any (a million events once ran the stand-in out
-         * of its heap). The candidates are an index's positions for the query, else the data map's
-         * keys, read from a snapshot of the map (an MVMap iterator does not see later changes);
-         * each is read, matched against the whole query and removed at once. A delete with a limit
-         * (deleteOne) is mongo-java-server's: it holds one document.
+         * of its heap). The candidates are an index's positions for the query, else all the data
+         * map's keys: positions only, all read before the first removal (an iterator left open
+         * across removals reads a version of the map whose pages the store may already have freed:
+         * "Chunk not found"). Each is then read, matched against the whole query and removed at
+         * once. A delete with a limit (deleteOne) is mongo-java-server's: it holds one document.
          */
         @Override
         public synchronized int deleteDocuments(Document selector, int limit, Oplog oplog) {
@@ -153,12 +153,16 @@ public class IndexedH2Backend extends H2Backend {
                 return super.deleteDocuments(selector, limit, oplog);
             }
             List<Object> candidates = QueryPlanner.candidates(getIndexes(), selector, dataMap.getKeyType()::compare);
-            Iterator<Object> positions = candidates != null ? candidates.iterator() : dataMap.keyIterator(null);
+            List<Object> positions = candidates;
+            if (positions == null) {
+                positions = new ArrayList<>();
+                dataMap.keyIterator(null).forEachRemaining(positions::add);
+            }
             boolean logged = !(oplog instanceof NoopOplog);
             List<Object> deletedIds = new ArrayList<>();
             int deleted = 0;
-            while (positions.hasNext()) {
-                Document document = getDocument(positions.next());
+            for (Object position : positions) {
+                Document document = getDocument(position);
                 if (document == null || !documentMatchesQuery(document, selector)) {
                     continue;
                 }
