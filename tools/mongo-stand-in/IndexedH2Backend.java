@@ -142,7 +142,7 @@ public class IndexedH2Backend extends H2Backend {
          * A deleteMany that holds one matching document at a time. mongo-java-server's own reads
          * every match into a list before it removes any (a million events once ran the stand-in out
          * of its heap). The candidates are an index's positions for the query, else all the data
-         * map's keys: positions only, all read before the first removal (an iterator left open
+         * map's matching keys: positions only, all read before the first removal (an iterator left open
          * across removals reads a version of the map whose pages the store may already have freed:
          * "Chunk not found"). Each is then read, matched against the whole query and removed at
          * once. A delete with a limit (deleteOne) is mongo-java-server's: it holds one document.
@@ -155,8 +155,16 @@ public class IndexedH2Backend extends H2Backend {
             List<Object> candidates = QueryPlanner.candidates(getIndexes(), selector, dataMap.getKeyType()::compare);
             List<Object> positions = candidates;
             if (positions == null) {
+                // A scan: the data map in key order (its pages one after the other), keeping the
+                // positions of the matches only.
                 positions = new ArrayList<>();
-                dataMap.keyIterator(null).forEachRemaining(positions::add);
+                Cursor<Object, Document> cursor = dataMap.cursor(null);
+                while (cursor.hasNext()) {
+                    Object position = cursor.next();
+                    if (documentMatchesQuery(cursor.getValue(), selector)) {
+                        positions.add(position);
+                    }
+                }
             }
             boolean logged = !(oplog instanceof NoopOplog);
             List<Object> deletedIds = new ArrayList<>();
