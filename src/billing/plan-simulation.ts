@@ -16,8 +16,8 @@
 // customer's applied coupons, assembleInvoice, feeRecordsOf) without an id, a number or a write.
 // Coupons apply to hypothetical units when a customer is given and has some; never to past
 // periods, whose coupons the issued invoices used: past periods compare amounts before coupons
-// and credits. Wallets,
-// credit notes and progressive billing credits pay an invoice, they do not price it: never applied.
+// and credits. Wallets, credit notes and progressive billing credits pay an invoice, they do not
+// price it: never applied.
 import type Decimal from 'decimal.js';
 import type { Db } from '../db';
 import type { CustomerDoc } from '../db/models/customer';

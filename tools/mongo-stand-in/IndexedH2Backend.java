@@ -141,22 +141,20 @@ public class IndexedH2Backend extends H2Backend {
         /**
          * A deleteMany that holds one matching document at a time. mongo-java-server's own reads
          * every match into a list before it removes any (a million events once ran the stand-in out
-         * of its heap). The candidates are an index's positions for the query, else all the data
-         * map's matching keys: positions only, all read before the first removal (an iterator left open
-         * across removals reads a version of the map whose pages the store may already have freed:
-         * "Chunk not found"). Each is then read, matched against the whole query and removed at
-         * once. A delete with a limit (deleteOne) is mongo-java-server's: it holds one document.
+         * of its heap). First the positions: an index's candidates for the query, else those of the
+         * matches of one pass over the data map in key order. All are read before the first
+         * removal: an iterator left open across removals reads a version of the map whose pages the
+         * store may already have freed ("Chunk not found"). Then each is read, matched against the
+         * whole query and removed. A delete with a limit (deleteOne) is mongo-java-server's: it
+         * holds one document.
          */
         @Override
         public synchronized int deleteDocuments(Document selector, int limit, Oplog oplog) {
             if (limit != 0) {
                 return super.deleteDocuments(selector, limit, oplog);
             }
-            List<Object> candidates = QueryPlanner.candidates(getIndexes(), selector, dataMap.getKeyType()::compare);
-            List<Object> positions = candidates;
+            List<Object> positions = QueryPlanner.candidates(getIndexes(), selector, dataMap.getKeyType()::compare);
             if (positions == null) {
-                // A scan: the data map in key order (its pages one after the other), keeping the
-                // positions of the matches only.
                 positions = new ArrayList<>();
                 Cursor<Object, Document> cursor = dataMap.cursor(null);
                 while (cursor.hasNext()) {
