@@ -190,6 +190,11 @@ const findArb = fc.record({
 const changeArb = fc.oneof(
   fc.record({ kind: fc.constant('update' as const), query: queryArb, set: fc.record({ a: arrayOrValue, c: value }, { requiredKeys: [] }) }),
   fc.record({ kind: fc.constant('delete' as const), query: queryArb }),
+  // The bench's cleanup deletes by ids: the _id index answers it (H2: IndexedH2Backend's deleteMany).
+  fc.record({
+    kind: fc.constant('delete' as const),
+    query: fc.array(idArb, { minLength: 1, maxLength: 6 }).map((ids) => ({ _id: { $in: ids } })),
+  }),
 );
 
 async function answer(

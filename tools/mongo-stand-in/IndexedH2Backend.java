@@ -155,6 +155,9 @@ public class IndexedH2Backend extends H2Backend {
             }
             List<Object> positions = QueryPlanner.candidates(getIndexes(), selector, dataMap.getKeyType()::compare);
             if (positions == null) {
+                positions = handlingIndexPositions(selector);
+            }
+            if (positions == null) {
                 positions = new ArrayList<>();
                 Cursor<Object, Document> cursor = dataMap.cursor(null);
                 while (cursor.hasNext()) {
@@ -180,6 +183,22 @@ public class IndexedH2Backend extends H2Backend {
             }
             oplog.handleDelete(getFullName(), selector, deletedIds);
             return deleted;
+        }
+
+        /**
+         * The positions of the first index that handles the whole query by itself, as
+         * mongo-java-server's own query picks one (an _id index and `{_id: {$in: [...]}}`, which the
+         * planner leaves to it); null when none does.
+         */
+        private List<Object> handlingIndexPositions(Document query) {
+            for (Index<Object> index : getIndexes()) {
+                if (index.canHandle(query)) {
+                    List<Object> positions = new ArrayList<>();
+                    index.getPositions(query).forEach(positions::add);
+                    return positions;
+                }
+            }
+            return null;
         }
 
         /**
