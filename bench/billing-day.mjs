@@ -332,7 +332,8 @@ async function billingDay() {
         return client.workflow.start(subscriptionWorkflowType, {
           workflowId: workflowIds.subscription(doc._id),
           taskQueue,
-          args: [{ state: doc.workflow_state, resumed: true }],
+          // As startSubscriptionWorkflow starts one (localTimedSteps: no patch marker).
+          args: [{ state: doc.workflow_state, resumed: true, localTimedSteps: true }],
           workflowIdConflictPolicy: 'USE_EXISTING',
           typedSearchAttributes: entitySearchAttributes({
             organizationId: org.id,

@@ -36,6 +36,13 @@ export interface SubscriptionWorkflowInput {
   pastSteps?: LifecycleStep[];
   /** The external ids an operator searches by (absent in executions started before them). */
   labels?: SubscriptionLabels;
+  /**
+   * Set by every start since the timed steps are local activities, and by continue-as-new: the run
+   * never ran one as an activity, so it skips the patch check (whose marker comes with an upsert of
+   * the TemporalChangeVersion search attribute, a visibility write at each run's first step).
+   * Absent: an execution started before, where patched() decides as it did.
+   */
+  localTimedSteps?: true;
 }
 
 export interface SubscriptionLabels {
@@ -82,7 +89,7 @@ export function startSubscriptionWorkflow(temporal: TemporalClient, input: Subsc
   return temporal.client.workflow.start<SubscriptionWorkflow>(subscriptionWorkflowType, {
     workflowId: workflowIds.subscription(state.subscriptionId),
     taskQueue: temporal.taskQueue,
-    args: [input],
+    args: [{ ...input, localTimedSteps: true }],
     workflowIdConflictPolicy: 'FAIL',
     typedSearchAttributes: entitySearchAttributes({
       organizationId: state.organizationId,

@@ -88,7 +88,10 @@ const timedSteps = proxyLocalActivities<Activities>({
   localRetryThreshold: '1 minute',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
-/** Executions started before the timed steps were local keep their activities when they replay. */
+/**
+ * Executions started before the timed steps were local keep their activities when they replay;
+ * those started since say so in their input (localTimedSteps) and record no marker.
+ */
 const LOCAL_TIMED_STEPS = 'subscription-timed-steps-as-local-activities';
 /** Executions started before the plan code was a search attribute do not upsert it when they replay. */
 const PLAN_CODE_SEARCH_ATTRIBUTE = 'subscription-plan-code-search-attribute';
@@ -131,7 +134,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
 
   /** A timed step, with its summary in the UI. */
   function timed(name: TimedStep, summary: string, at: string): Promise<SubscriptionStepResult> {
-    if (patched(LOCAL_TIMED_STEPS)) return timedSteps[name].executeWithOptions({ summary }, [state, at]);
+    if (input.localTimedSteps || patched(LOCAL_TIMED_STEPS)) return timedSteps[name].executeWithOptions({ summary }, [state, at]);
     return acts[name].executeWithOptions({ summary }, [state, at]);
   }
 
@@ -337,6 +340,7 @@ export async function subscriptionWorkflow(input: SubscriptionWorkflowInput): Pr
         ...input,
         state,
         resumed: true,
+        localTimedSteps: true,
         clock: currentClock(),
         pastSteps: past,
         ...(inAdvance.length > 0 ? { inAdvanceEventIds: inAdvance } : {}),

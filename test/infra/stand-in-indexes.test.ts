@@ -193,7 +193,7 @@ const changeArb = fc.oneof(
   // The bench's cleanup deletes by ids: the _id index answers it (H2: IndexedH2Backend's deleteMany).
   fc.record({
     kind: fc.constant('delete' as const),
-    query: fc.array(idArb, { minLength: 1, maxLength: 6 }).map((ids) => ({ _id: { $in: ids } })),
+    query: fc.array(idArb, { minLength: 1, maxLength: 6 }).map((ids): Document => ({ _id: { $in: ids } })),
   }),
 );
 
