@@ -984,7 +984,7 @@ function summaryRows(day) {
   if (values['summary-rows'] === 'commands') return [commandsRow];
   return [
     {
-      figure: `billing day: ${day.n} invoices finalized after T0 (${stored} events stored)`,
+      figure: `billing day: ${day.n} invoices finalized after T0 (${stored} events stored${day.spread_seconds > 0 ? `, boundaries spread over ${day.spread_seconds} s` : ''})`,
       value: finalized,
       unit: 's',
       ceiling: null,
