@@ -38,8 +38,9 @@ export interface SubscriptionWorkflowInput {
   labels?: SubscriptionLabels;
   /**
    * Set by every start since the timed steps are local activities, and by continue-as-new: the run
-   * never ran one as an activity, so it skips the patch check (whose marker comes with an upsert of
-   * the TemporalChangeVersion search attribute, a visibility write at each run's first step).
+   * never ran one as an activity, so its timed steps skip their patch check (whose marker comes with
+   * an upsert of the TemporalChangeVersion search attribute, a visibility write at each run's first
+   * timed step). A plan change still records the plan-code patch's marker.
    * Absent: an execution started before, where patched() decides as it did.
    */
   localTimedSteps?: true;

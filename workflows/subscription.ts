@@ -90,7 +90,10 @@ const timedSteps = proxyLocalActivities<Activities>({
 });
 /**
  * Executions started before the timed steps were local keep their activities when they replay;
- * those started since say so in their input (localTimedSteps) and record no marker.
+ * those started since say so in their input (localTimedSteps) and record no marker for it. Rollout:
+ * every worker runs this code before anything starts a run with the flag, and no worker goes back
+ * to code without it (an old worker would record the marker in a flagged run, or run its steps as
+ * activities where its history has local ones).
  */
 const LOCAL_TIMED_STEPS = 'subscription-timed-steps-as-local-activities';
 /** Executions started before the plan code was a search attribute do not upsert it when they replay. */

@@ -188,9 +188,20 @@ public class IndexedH2Backend extends H2Backend {
         /**
          * The positions of the first index that handles the whole query by itself, as
          * mongo-java-server's own query picks one (an _id index and `{_id: {$in: [...]}}`, which the
-         * planner leaves to it); null when none does.
+         * planner leaves to it); null when none does. Only for `$in` lists of plain values: a regular
+         * expression in one is looked up as a key by mongo-java-server's index (it would find nothing),
+         * and the scan matches it. Off with the planner (STAND_IN_INDEXES=off): then a delete scans.
          */
         private List<Object> handlingIndexPositions(Document query) {
+            if (!QueryPlanner.ENABLED) {
+                return null;
+            }
+            for (Object condition : query.values()) {
+                if (condition instanceof Document && ((Document) condition).get("$in") instanceof java.util.Collection<?> values
+                    && !values.stream().allMatch(SecondaryIndex::isPlainValue)) {
+                    return null;
+                }
+            }
             for (Index<Object> index : getIndexes()) {
                 if (index.canHandle(query)) {
                     List<Object> positions = new ArrayList<>();
