@@ -148,12 +148,10 @@ describe("a Temporal worker's workflow thread", () => {
     expect(result).toBe(42);
     expect(worker.stdout()).toContain('polling');
 
-    const { firstExecutionRunId } = await client.workflow.start('spin', { taskQueue, workflowId: spinning });
+    await client.workflow.start('spin', { taskQueue, workflowId: spinning });
     const { code, stderr } = await worker.exited;
     expect(code).toBe(70);
     expect(stderr).toMatch(/workflow sandbox: a call into it on thread \d+ has run for \d+ s without returning/);
-    // The log names the workflow, for the operator to find it in the Temporal UI.
-    expect(stderr).toContain(`its last call was for workflow ${spinning} (run ${firstExecutionRunId})`);
   }, 120_000);
 });
 
