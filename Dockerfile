@@ -2,8 +2,7 @@
 #
 # One image for both processes of the billing service:
 #   API:    docker run billing-service                          (node dist/src/server.js, port 3000)
-#   worker: docker run billing-service node --require ./dist/src/temporal/sandbox-watchdog-preload.js dist/src/worker.js
-#           (Temporal worker; the preload is the workflow sandbox's watchdog, src/temporal/sandbox-watchdog.ts)
+#   worker: docker run billing-service node dist/src/worker.js  (Temporal worker)
 #
 # Debian (glibc), not Alpine: @temporalio/core-bridge ships its native library for glibc only.
 

@@ -120,14 +120,11 @@ fi
 log "worker (log: .data/logs/worker.log)"
 # The worker's memory (docs/performance.md, "Worker memory"): a bounded V8 heap for each of its
 # isolates (the activities' and the workflow sandbox's), and glibc malloc returning freed memory.
-# The preload replaces the workflow sandbox's per-call deadlock timeout by one watchdog for the
-# process (src/temporal/sandbox-watchdog.ts): a workflow that never yields ends the worker, and
-# with it this script.
 : "${WORKER_NODE_FLAGS:=--max-old-space-size=256}"
 # shellcheck disable=SC2086 # WORKER_NODE_FLAGS holds several flags
 MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}" MALLOC_TRIM_THRESHOLD_="${MALLOC_TRIM_THRESHOLD_:-131072}" \
   MALLOC_MMAP_THRESHOLD_="${MALLOC_MMAP_THRESHOLD_:-131072}" \
-  node $WORKER_NODE_FLAGS --require ./dist/src/temporal/sandbox-watchdog-preload.js dist/src/worker.js >"$DATA/logs/worker.log" 2>&1 &
+  node $WORKER_NODE_FLAGS dist/src/worker.js >"$DATA/logs/worker.log" 2>&1 &
 pids+=($!)
 log "API (log: .data/logs/api.log)"
 node dist/src/server.js >"$DATA/logs/api.log" 2>&1 &

@@ -1,7 +1,5 @@
-// The worker process: node --require ./dist/src/temporal/sandbox-watchdog-preload.js dist/src/worker.js
-// (any number of instances; the preload, optional, is the workflow sandbox's watchdog:
-// src/temporal/sandbox-watchdog.ts). Registers every workflow (workflows/index.ts) and every
-// activity (activities/index.ts) on the billing task queue.
+// The worker process: node dist/src/worker.js (any number of instances). Registers every workflow
+// (workflows/index.ts) and every activity (activities/index.ts) on the billing task queue.
 // First: tracing (when OTEL_* ask for it) patches http as it loads (src/tracing).
 import { tracing } from './tracing/worker-process';
 import { Runtime } from '@temporalio/worker';
