@@ -98,6 +98,8 @@ describe('payment requests', () => {
         [invoices[1]!.id, '500'],
       ].sort(),
     );
+    // payment_request.payment_succeeded is written right after the request's status.
+    await eventually(async () => ((await eventTypes(org.id, created.id)).length === 2 ? true : undefined), 10_000, 'the two events');
     expect(await eventTypes(org.id, created.id)).toEqual(['payment_request.created', 'payment_request.payment_succeeded']);
     const listed = ok<PaymentRequestResource[]>(await call(org, 'GET', `/v1/payment_requests?customer_id=${customer.id}&status=succeeded`));
     expect(listed.map((r) => r.id)).toEqual([created.id]);
@@ -239,8 +241,14 @@ describe('payment requests', () => {
       `${publicUrl}/v1/payments/${paymentId}/done`,
       `${publicUrl}/v1/payments/${paymentId}/done`,
     ]);
-    const created = await stack.db.models.LifecycleEvent.findOne({ organization_id: org.id, type: 'payment_request.created' }).lean();
-    expect((created!.object as { checkout_url: string }).checkout_url).toBe(session.url);
+    // Announced right after the attempt is recorded on the request (which the wait above saw).
+    const created = await eventually(
+      async () =>
+        (await stack.db.models.LifecycleEvent.findOne({ organization_id: org.id, type: 'payment_request.created' }).lean()) ?? undefined,
+      10_000,
+      'payment_request.created',
+    );
+    expect((created.object as { checkout_url: string }).checkout_url).toBe(session.url);
 
     const landing = await fetch(session.success_url);
     expect([landing.status, landing.headers.get('content-type')]).toEqual([200, 'text/html; charset=utf-8']);
