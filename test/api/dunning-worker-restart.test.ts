@@ -109,11 +109,19 @@ describe('payment requests and a killed worker', () => {
         ]);
       }
 
-      const events = await stack.db.models.LifecycleEvent.find({ organization_id: org.id }).lean();
-      const requestEvents = events
-        .filter((e) => (e.object as { id?: unknown }).id === created.id)
-        .map((e) => e.type as string)
-        .sort();
+      // payment_request.payment_succeeded is written right after the request's status.
+      const requestEvents = await eventually(
+        async () => {
+          const events = await stack.db.models.LifecycleEvent.find({ organization_id: org.id }).lean();
+          const types = events
+            .filter((e) => (e.object as { id?: unknown }).id === created.id)
+            .map((e) => e.type as string)
+            .sort();
+          return types.includes('payment_request.payment_succeeded') ? types : undefined;
+        },
+        10_000,
+        'payment_request.payment_succeeded',
+      );
       expect(requestEvents).toEqual(['payment_request.created', 'payment_request.payment_succeeded']);
     } finally {
       await worker.stop();

@@ -383,10 +383,18 @@ describe('dunning campaign on a test clock', () => {
       );
     }
     // Every event of the request and its payments, in the order they happened on the clock.
+    // payment_request.payment_succeeded is written right after the request's status.
     const objectIds = new Set([request!.id, ...paid.payment_ids]);
-    const events = (await stack.db.models.LifecycleEvent.find({ organization_id: org.id }).lean())
-      .filter((e) => objectIds.has((e.object as { id: string }).id) && e.type !== 'payment.created')
-      .sort((a, b) => a.occurred_at.getTime() - b.occurred_at.getTime());
+    const events = await eventually(
+      async () => {
+        const found = (await stack.db.models.LifecycleEvent.find({ organization_id: org.id }).lean())
+          .filter((e) => objectIds.has((e.object as { id: string }).id) && e.type !== 'payment.created')
+          .sort((a, b) => a.occurred_at.getTime() - b.occurred_at.getTime());
+        return found.some((e) => e.type === 'payment_request.payment_succeeded') ? found : undefined;
+      },
+      10_000,
+      'payment_request.payment_succeeded',
+    );
     const at = (days: number) => new Date(start + days * DAY).toISOString();
     expect(events.map((e) => [e.type, e.occurred_at.toISOString()])).toEqual([
       ['payment.failed', at(0)],

@@ -299,7 +299,12 @@ describe('provider_a (Stripe)', () => {
     expect(JSON.parse(res.body)).toEqual({ status: 'processed' });
     const succeeded = await waitForPayment(org, payment.id, 'succeeded');
     expect(succeeded.provider_payment_id).toBe(completed.payment_intent);
-    const paid = await waitForInvoicePaid(org, invoice.id);
+    await waitForInvoicePaid(org, invoice.id);
+    // The fees' payment_status and invoice.paid are written right after the invoice's status.
+    const paid = await eventually(async () => {
+      const current = await getInvoice(org, invoice.id);
+      return (current.fees ?? []).every((f) => f.payment_status === 'succeeded') ? current : undefined;
+    }, 10_000);
     expect(paid.payment_status).toBe('succeeded');
     expect((paid.fees ?? []).every((f) => f.payment_status === 'succeeded')).toBe(true);
 
@@ -311,7 +316,11 @@ describe('provider_a (Stripe)', () => {
       return types.includes('payment.succeeded') ? types : undefined;
     }, 20_000);
     expect(await eventTypes(org.id, payment.id)).toEqual(['payment.created', 'payment.succeeded']);
-    expect(await eventTypes(org.id, invoice.id)).toContain('invoice.paid');
+    await eventually(
+      async () => ((await eventTypes(org.id, invoice.id)).includes('invoice.paid') ? true : undefined),
+      10_000,
+      'invoice.paid',
+    );
 
     // A late failure after success changes nothing.
     const late = stripe.event('payment_intent.payment_failed', {
@@ -408,7 +417,12 @@ describe('provider_a (Stripe)', () => {
     expect(canceled.status).toBe('canceled');
     await recordHistory('payment-test-clock-expiry', payment.id);
     expect(stripe.sessions.get(payment.provider_checkout_id!)!.status).toBe('expired');
-    expect(await eventTypes(org.id, payment.id)).toContain('payment.canceled');
+    // payment.canceled is written right after the payment's status.
+    await eventually(
+      async () => ((await eventTypes(org.id, payment.id)).includes('payment.canceled') ? true : undefined),
+      10_000,
+      'payment.canceled',
+    );
     await eventually(
       async () => (ok<{ status: string }>(await call(org, 'GET', `/v1/test_clocks/${clock.id}`)).status === 'ready' ? true : undefined),
       30_000,
