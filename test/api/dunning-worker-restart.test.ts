@@ -8,6 +8,7 @@ import type { InvoiceResource } from '../../src/resources/invoice';
 import type { PaymentResource } from '../../src/resources/payment';
 import type { PaymentRequestResource } from '../../src/resources/payment-request';
 import { eventually, injectAs, ok, type Method } from '../support/http';
+import { waitForEventTypes } from '../support/lifecycle-events';
 import { manualCustomerWithInvoices } from '../support/payment-fixtures';
 import { notifyManual } from '../support/providers/manual-notifier';
 import { createTestStack } from '../support/stack';
@@ -110,18 +111,7 @@ describe('payment requests and a killed worker', () => {
       }
 
       // payment_request.payment_succeeded is written right after the request's status.
-      const requestEvents = await eventually(
-        async () => {
-          const events = await stack.db.models.LifecycleEvent.find({ organization_id: org.id }).lean();
-          const types = events
-            .filter((e) => (e.object as { id?: unknown }).id === created.id)
-            .map((e) => e.type as string)
-            .sort();
-          return types.includes('payment_request.payment_succeeded') ? types : undefined;
-        },
-        10_000,
-        'payment_request.payment_succeeded',
-      );
+      const requestEvents = await waitForEventTypes(stack.db, org.id, created.id, ['payment_request.payment_succeeded']);
       expect(requestEvents).toEqual(['payment_request.created', 'payment_request.payment_succeeded']);
     } finally {
       await worker.stop();

@@ -30,6 +30,7 @@ import {
   ok,
   type Method,
 } from '../support/http';
+import { waitForEventTypes } from '../support/lifecycle-events';
 import { createOrganization, createTestStack, type TestOrganization, type TestStack } from '../support/stack';
 import { startStackWorker, type StackWorker } from '../support/worker';
 
@@ -106,26 +107,6 @@ async function waitForInvoice(org: TestOrganization, id: string, statuses: Invoi
     },
     30_000,
     `invoice ${id} to be ${statuses.join(' or ')}`,
-  );
-}
-
-/** The lifecycle events recorded for one invoice, by type (sorted). */
-async function invoiceEventTypes(organizationId: string, invoiceId: string): Promise<string[]> {
-  const events = await stack.db.models.LifecycleEvent.find({ organization_id: organizationId }).lean();
-  return events
-    .filter((e) => (e.object as { id?: unknown }).id === invoiceId)
-    .map((e) => e.type as string)
-    .sort();
-}
-
-async function waitForEvents(organizationId: string, invoiceId: string, expected: string[]): Promise<string[]> {
-  return eventually(
-    async () => {
-      const types = await invoiceEventTypes(organizationId, invoiceId);
-      return types.length >= expected.length ? types : undefined;
-    },
-    20_000,
-    `events ${expected.join(', ')} of invoice ${invoiceId}`,
   );
 }
 
@@ -570,7 +551,7 @@ describe('credit notes then wallets at finalization', () => {
     const after = await settlementsOf(org, invoice.id);
     expect(after).toHaveLength(5);
     expect(after.filter((s) => s.settlement_type === 'payment').map((s) => s.amount_cents)).toEqual([s4(total)]);
-    expect(await waitForEvents(org.id, invoice.id, ['invoice.created', 'invoice.finalized', 'invoice.paid'])).toEqual([
+    expect(await waitForEventTypes(stack.db, org.id, invoice.id, ['invoice.created', 'invoice.finalized', 'invoice.paid'])).toEqual([
       'invoice.created',
       'invoice.finalized',
       'invoice.paid',
@@ -617,7 +598,7 @@ describe('credit notes then wallets at finalization', () => {
     expect(ok<CreditNoteResource>(await call(org, 'GET', `/v1/credit_notes/${note.id}`)).balance_amount_cents).toBe(s4(0));
 
     // invoice.paid exactly once, beside invoice.created and invoice.finalized.
-    expect(await waitForEvents(org.id, invoice.id, ['invoice.created', 'invoice.finalized', 'invoice.paid'])).toEqual([
+    expect(await waitForEventTypes(stack.db, org.id, invoice.id, ['invoice.created', 'invoice.finalized', 'invoice.paid'])).toEqual([
       'invoice.created',
       'invoice.finalized',
       'invoice.paid',
@@ -683,7 +664,7 @@ describe('lifecycle transitions through the API', () => {
     expectInvalidTransition(await remove(org, d.id));
     expectInvalidTransition(await call(org, 'PUT', `/v1/invoices/${d.id}`, { net_payment_term: 5 }));
     expect(ok<InvoiceResource>(await getInvoice(org, d.id)).status).toBe('paid');
-    expect(await waitForEvents(org.id, d.id, ['invoice.created', 'invoice.finalized', 'invoice.paid'])).toEqual([
+    expect(await waitForEventTypes(stack.db, org.id, d.id, ['invoice.created', 'invoice.finalized', 'invoice.paid'])).toEqual([
       'invoice.created',
       'invoice.finalized',
       'invoice.paid',
@@ -700,7 +681,7 @@ describe('lifecycle transitions through the API', () => {
     expectInvalidTransition(await remove(org, d.id));
     expect(ok<InvoiceResource>(await getInvoice(org, d.id)).status).toBe('voided');
     expect(await settlementsOf(org, d.id)).toEqual([]);
-    expect(await waitForEvents(org.id, d.id, ['invoice.created', 'invoice.finalized', 'invoice.voided'])).toEqual([
+    expect(await waitForEventTypes(stack.db, org.id, d.id, ['invoice.created', 'invoice.finalized', 'invoice.voided'])).toEqual([
       'invoice.created',
       'invoice.finalized',
       'invoice.voided',

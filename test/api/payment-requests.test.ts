@@ -9,6 +9,7 @@ import type { InvoiceResource } from '../../src/resources/invoice';
 import type { PaymentResource } from '../../src/resources/payment';
 import type { PaymentRequestResource } from '../../src/resources/payment-request';
 import { eventually, expectError, injectAs, ok, type Method } from '../support/http';
+import { waitForEventTypes } from '../support/lifecycle-events';
 import { finalizedOneOff, manualCustomerWithInvoices } from '../support/payment-fixtures';
 import { notifyManual } from '../support/providers/manual-notifier';
 import { startFakeStripe, type FakeStripe } from '../support/providers/fake-stripe';
@@ -52,14 +53,6 @@ async function waitForRequest(org: TestOrganization, id: string, ready: (r: Paym
   );
 }
 
-async function eventTypes(organizationId: string, objectId: string): Promise<string[]> {
-  const events = await stack.db.models.LifecycleEvent.find({ organization_id: organizationId }).lean();
-  return events
-    .filter((e) => (e.object as { id?: unknown }).id === objectId)
-    .map((e) => e.type as string)
-    .sort();
-}
-
 describe('payment requests', () => {
   it('one payment collects every invoice: succeeded, each invoice paid with its own settlement, events', async () => {
     const { org, customer, invoices } = await setup();
@@ -99,8 +92,10 @@ describe('payment requests', () => {
       ].sort(),
     );
     // payment_request.payment_succeeded is written right after the request's status.
-    await eventually(async () => ((await eventTypes(org.id, created.id)).length === 2 ? true : undefined), 10_000, 'the two events');
-    expect(await eventTypes(org.id, created.id)).toEqual(['payment_request.created', 'payment_request.payment_succeeded']);
+    expect(await waitForEventTypes(stack.db, org.id, created.id, ['payment_request.payment_succeeded'])).toEqual([
+      'payment_request.created',
+      'payment_request.payment_succeeded',
+    ]);
     const listed = ok<PaymentRequestResource[]>(await call(org, 'GET', `/v1/payment_requests?customer_id=${customer.id}&status=succeeded`));
     expect(listed.map((r) => r.id)).toEqual([created.id]);
 
@@ -128,10 +123,7 @@ describe('payment requests', () => {
       expect([after.status, after.payment_status]).toEqual(['finalized', 'failed']);
       expect(after.fees!.map((f) => f.payment_status)).toEqual(after.fees!.map(() => 'failed'));
     }
-    await eventually(
-      async () => ((await eventTypes(org.id, created.id)).includes('payment_request.payment_failed') ? true : undefined),
-      20_000,
-    );
+    await waitForEventTypes(stack.db, org.id, created.id, ['payment_request.payment_failed']);
   });
 
   it('refuses invoices that are not the customer’s, in another currency or not finalized, and a customer without a provider (422)', async () => {

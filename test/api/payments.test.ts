@@ -13,6 +13,7 @@ import type { IntegrationResource } from '../../src/resources/integration';
 import type { InvoiceResource } from '../../src/resources/invoice';
 import type { PaymentResource } from '../../src/resources/payment';
 import { eventually, expectError, injectAs, ok, type Method } from '../support/http';
+import { waitForEventTypes } from '../support/lifecycle-events';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { startFakeAdyen, type FakeAdyen } from '../support/providers/fake-adyen';
 import { startFakeGoCardless, type FakeGoCardless } from '../support/providers/fake-gocardless';
@@ -153,14 +154,6 @@ async function waitForInvoicePaid(org: TestOrganization, id: string): Promise<In
 const settlementsOf = (invoiceId: string) =>
   stack.db.models.InvoiceSettlement.find({ invoice_id: invoiceId, settlement_type: 'payment' }).lean();
 
-async function eventTypes(organizationId: string, objectId: string): Promise<string[]> {
-  const events = await stack.db.models.LifecycleEvent.find({ organization_id: organizationId }).lean();
-  return events
-    .filter((e) => (e.object as { id?: unknown }).id === objectId)
-    .map((e) => e.type as string)
-    .sort();
-}
-
 /**
  * With RECORD_HISTORIES=1, keeps a payment workflow's current run for the replay test
  * (test/workflows/replay.test.ts): `RECORD_HISTORIES=1 npx vitest run test/api/payments.test.ts`.
@@ -299,28 +292,19 @@ describe('provider_a (Stripe)', () => {
     expect(JSON.parse(res.body)).toEqual({ status: 'processed' });
     const succeeded = await waitForPayment(org, payment.id, 'succeeded');
     expect(succeeded.provider_payment_id).toBe(completed.payment_intent);
-    await waitForInvoicePaid(org, invoice.id);
     // The fees' payment_status and invoice.paid are written right after the invoice's status.
     const paid = await eventually(async () => {
       const current = await getInvoice(org, invoice.id);
-      return (current.fees ?? []).every((f) => f.payment_status === 'succeeded') ? current : undefined;
-    }, 10_000);
+      return current.status === 'paid' && (current.fees ?? []).every((f) => f.payment_status === 'succeeded') ? current : undefined;
+    }, 30_000);
     expect(paid.payment_status).toBe('succeeded');
     expect((paid.fees ?? []).every((f) => f.payment_status === 'succeeded')).toBe(true);
 
     const replay = await stripe.notify(webhookUrl('provider_a'), STRIPE_SECRET, event);
     expect(JSON.parse(replay.body)).toEqual({ status: 'duplicate' });
     expect(await settlementsOf(invoice.id)).toHaveLength(1);
-    await eventually(async () => {
-      const types = await eventTypes(org.id, payment.id);
-      return types.includes('payment.succeeded') ? types : undefined;
-    }, 20_000);
-    expect(await eventTypes(org.id, payment.id)).toEqual(['payment.created', 'payment.succeeded']);
-    await eventually(
-      async () => ((await eventTypes(org.id, invoice.id)).includes('invoice.paid') ? true : undefined),
-      10_000,
-      'invoice.paid',
-    );
+    expect(await waitForEventTypes(stack.db, org.id, payment.id, ['payment.succeeded'])).toEqual(['payment.created', 'payment.succeeded']);
+    await waitForEventTypes(stack.db, org.id, invoice.id, ['invoice.paid']);
 
     // A late failure after success changes nothing.
     const late = stripe.event('payment_intent.payment_failed', {
@@ -418,11 +402,7 @@ describe('provider_a (Stripe)', () => {
     await recordHistory('payment-test-clock-expiry', payment.id);
     expect(stripe.sessions.get(payment.provider_checkout_id!)!.status).toBe('expired');
     // payment.canceled is written right after the payment's status.
-    await eventually(
-      async () => ((await eventTypes(org.id, payment.id)).includes('payment.canceled') ? true : undefined),
-      10_000,
-      'payment.canceled',
-    );
+    await waitForEventTypes(stack.db, org.id, payment.id, ['payment.canceled']);
     await eventually(
       async () => (ok<{ status: string }>(await call(org, 'GET', `/v1/test_clocks/${clock.id}`)).status === 'ready' ? true : undefined),
       30_000,
