@@ -38,6 +38,9 @@
 //   representative setup. --worker own runs the workflows on a worker inside this process, on a
 //   task queue of its own with --slots activity slots (default N + 100), against the stack's API,
 //   Temporal and MongoDB.
+// Where the day's CPU goes: from T0 to the last invoice finalized, the CPU (utime + stime in /proc)
+//   of this checkout's stack processes (Temporal dev server, worker, stand-in, API) and of this
+//   one, in ms per invoice (cpu_ms_per_invoice, and rows of the bench table). Linux only.
 // Then (unless --periods 0) one subscription runs through 12 monthly periods on Temporal's
 // time-skipping test server (.tools/venv/bin/temporal-test-server) with the real activities, in a
 // scratch database on the same MongoDB that is dropped afterwards, for its history after 12 periods
@@ -414,7 +417,7 @@ async function billingDay() {
     await sleep(Math.max(0, T0 - Date.now()));
     // From T0 on: the worker's database commands (own worker) and the processes' memory.
     const commandsAtT0 = own ? { total: own.commands.total, by_command: { ...own.commands.by_command } } : null;
-    const memory = sampleMemory();
+    const processes = sampleProcesses();
     const deadline = T0 + Number(values.timeout) * 1000;
     const samples = [];
     let firstCreated = null;
@@ -477,7 +480,10 @@ async function billingDay() {
       samples.push({ t, created, finalized, numbered });
       if (firstCreated === null && Math.max(created, finalized, numbered) > 0) firstCreated = t;
       if (allCreated === null && created >= N) allCreated = t;
-      if (allFinalized === null && finalized >= N) allFinalized = t;
+      if (allFinalized === null && finalized >= N) {
+        allFinalized = t;
+        processes.markDone();
+      }
       if (allStepsDone === null && steps >= N) allStepsDone = t;
       if (allFinalized !== null && allStepsDone !== null) break;
       const key = `${created}/${finalized}/${steps}/${numbered}`;
@@ -503,7 +509,7 @@ async function billingDay() {
       }
       await sleep(finalized >= N ? 250 : 2000);
     }
-    const peakMemoryMiB = memory.stop();
+    const peakMemoryMiB = processes.stop();
     const commands = own ? commandsPerBoundary(own.commands, commandsAtT0) : null;
     const all = await invoices.find(filter, { subscription_id: 1, total: 1, sequential_id: 1, status: 1 }).lean();
     const wrongTotals = all.filter((inv) => Number(inv.total.toString()) !== expected.get(inv.subscription_id)).length;
@@ -558,6 +564,8 @@ async function billingDay() {
       stored_events: stored,
       database_commands_per_boundary: commands ?? 'counted with --worker own only',
       peak_rss_mib: peakMemoryMiB,
+      // Where the day's CPU went (the stack's processes and this one), T0 to the last invoice.
+      cpu_ms_per_invoice: processes.cpuPerInvoice(N),
       spread_seconds: Number(values.spread),
       worker: own ? { own: true, task_queue: taskQueue, activity_slots: own.slots } : { own: false, task_queue: taskQueue },
       stalled,
@@ -643,18 +651,29 @@ function countCommands(db) {
 }
 
 /**
- * The resident memory of the stack's worker and API processes (found by their command lines) and
- * of this process, sampled every second; `stop` gives each one's peak in MiB.
+ * The stack's processes (found by their command lines, this checkout's only), sampled every second
+ * from T0: the peak resident memory of the worker and API processes and of this one (`stop`), and
+ * the CPU each role used from T0 to `markDone()` (the last invoice finalized), in ms per invoice
+ * (`cpuPerInvoice`). The CPU is utime + stime of /proc/<pid>/stat, summed over a role's processes
+ * (the API may run as a cluster); a process that appears after T0 counts from its start.
  */
-function sampleMemory() {
+function sampleProcesses() {
   const peaks = {};
-  const rssOf = (pid) => {
+  const ticksAtStart = new Map(); // pid -> ticks when first seen
+  let cpuAtDone = null;
+  const procText = (pid, file) => {
     try {
-      const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-      return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+      return readFileSync(`/proc/${pid}/${file}`, 'utf8');
     } catch {
-      return 0;
+      return null;
     }
+  };
+  const rssOf = (pid) => Number(/VmRSS:\s+(\d+)/.exec(procText(pid, 'status') ?? '')?.[1] ?? 0) / 1024;
+  const ticksOf = (pid) => {
+    // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+    const stat = procText(pid, 'stat');
+    const fields = stat?.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return fields ? Number(fields[11]) + Number(fields[12]) : null;
   };
   const cwdOf = (pid) => {
     try {
@@ -663,26 +682,58 @@ function sampleMemory() {
       return null;
     }
   };
+  const roleOf = (cmd) =>
+    cmd.includes('dist/src/worker.js')
+      ? 'worker'
+      : cmd.includes('dist/src/server.js')
+        ? 'api'
+        : cmd.includes(' server start-dev ')
+          ? 'temporal_dev_server'
+          : cmd.startsWith('java ') && cmd.includes('mongo-java-server')
+            ? 'stand_in'
+            : null;
+  const stackProcesses = () => {
+    const found = [];
+    for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+      const cmd = procText(pid, 'cmdline')?.replaceAll('\0', ' ');
+      const role = cmd ? roleOf(cmd) : null;
+      if (role && cwdOf(pid) === root) found.push({ pid, role });
+    }
+    return found;
+  };
   const sample = () => {
     const seen = { worker: 0, api: 0 };
-    for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-      let cmd = '';
-      try {
-        cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
-      } catch {
-        continue;
-      }
-      // The API may run as a cluster: each of its processes counts on its own. Only this checkout's stack.
-      const role = cmd.includes('dist/src/worker.js') ? 'worker' : cmd.includes('dist/src/server.js') ? 'api' : null;
-      if (role && cwdOf(pid) !== root) continue;
-      if (role) seen[role] = Math.max(seen[role], rssOf(pid));
+    for (const { pid, role } of stackProcesses()) {
+      if (role in seen) seen[role] = Math.max(seen[role], rssOf(pid));
+      if (!ticksAtStart.has(pid)) ticksAtStart.set(pid, { role, ticks: ticksOf(pid) ?? 0 });
     }
     seen.bench = process.memoryUsage().rss / 1024 / 1024;
     for (const [role, mib] of Object.entries(seen)) if (mib > 0) peaks[role] = Math.max(peaks[role] ?? 0, Math.round(mib));
   };
+  const benchCpuAtStart = process.cpuUsage();
   sample();
   const timer = setInterval(sample, 1000);
   return {
+    /** The last invoice is finalized: CPU of each role since T0. */
+    markDone() {
+      if (cpuAtDone) return;
+      sample();
+      const ticksPerSecond = 100; // USER_HZ, 100 on every Linux build that matters here
+      cpuAtDone = {};
+      for (const [pid, { role, ticks }] of ticksAtStart) {
+        const now = ticksOf(pid);
+        if (now !== null) cpuAtDone[role] = (cpuAtDone[role] ?? 0) + ((now - ticks) * 1000) / ticksPerSecond;
+      }
+      const bench = process.cpuUsage(benchCpuAtStart);
+      cpuAtDone.bench = (bench.user + bench.system) / 1000;
+    },
+    /** ms of CPU per invoice by role, from T0 to markDone (null when it was never called). */
+    cpuPerInvoice(invoices) {
+      if (!cpuAtDone) return null;
+      const perInvoice = Object.fromEntries(Object.entries(cpuAtDone).map(([role, ms]) => [role, Math.round((ms / invoices) * 10) / 10]));
+      perInvoice.total = Math.round((Object.values(cpuAtDone).reduce((a, b) => a + b, 0) / invoices) * 10) / 10;
+      return perInvoice;
+    },
     stop() {
       clearInterval(timer);
       sample();
@@ -968,6 +1019,17 @@ function processLabels(own) {
     : { bench: 'bench', worker: "stack's worker (billing)" };
 }
 
+/** What the CPU rows call each role. */
+function cpuLabels(own) {
+  return {
+    ...processLabels(own),
+    temporal_dev_server: 'Temporal dev server',
+    stand_in: 'MongoDB stand-in',
+    api: 'API processes',
+    total: 'all of these processes',
+  };
+}
+
 /** The billing day's rows of the bench table (scripts/bench.sh): figure, value, ceiling, ratio, goal. */
 function summaryRows(day) {
   const stored = day.stored_events?.events ?? 0;
@@ -1000,6 +1062,16 @@ function summaryRows(day) {
       goal: '>= 50 (aim 100)',
     },
     ...(counted ? [commandsRow] : []),
+    ...['temporal_dev_server', 'worker', 'stand_in', 'api', 'bench', 'total']
+      .filter((process) => day.cpu_ms_per_invoice?.[process] !== undefined)
+      .map((process) => ({
+        figure: `billing day: CPU per invoice from T0 to the last, ${cpuLabels(day.worker?.own)[process]}`,
+        value: day.cpu_ms_per_invoice[process],
+        unit: 'ms',
+        ceiling: null,
+        ratio: null,
+        goal: null,
+      })),
     ...Object.entries(day.peak_rss_mib ?? {}).map(([process, mib]) => ({
       figure: `billing day: peak memory of the ${processLabels(day.worker?.own)[process] ?? process}`,
       value: mib,
