@@ -307,12 +307,17 @@ describe('threshold rules', () => {
       ['granted', '10'],
       ['granted', '10'],
     ]);
-    const events = await stack.db.models.LifecycleEvent.find({
-      organization_id: org.id,
-      type: 'wallet_transaction.created',
-      'object.wallet_id': w.id,
-    }).lean();
-    expect(events.filter((e) => (e.object as { source: string }).source === 'threshold')).toHaveLength(2);
+    // Each top-up's event is written right after its transaction: wait for both, then check there is no third.
+    const thresholdEvents = async () =>
+      (
+        await stack.db.models.LifecycleEvent.find({
+          organization_id: org.id,
+          type: 'wallet_transaction.created',
+          'object.wallet_id': w.id,
+        }).lean()
+      ).filter((e) => (e.object as { source: string }).source === 'threshold');
+    await eventually(async () => ((await thresholdEvents()).length >= 2 ? true : undefined));
+    expect(await thresholdEvents()).toHaveLength(2);
   }, 120_000);
 });
 
