@@ -689,7 +689,7 @@ function sampleProcesses() {
         ? 'api'
         : cmd.includes(' server start-dev ')
           ? 'temporal_dev_server'
-          : cmd.startsWith('java ') && cmd.includes('mongo-java-server')
+          : cmd.includes(' Launcher ') && cmd.includes('mongo-java-server') // scripts/lib.sh start_stand_in
             ? 'stand_in'
             : null;
   const stackProcesses = () => {

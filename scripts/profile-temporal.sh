@@ -25,7 +25,9 @@ base="$(awk -v bin="$binary" '$6 == bin { split($1, r, "-"); print r[1]; exit }'
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 echo "profile-temporal: sampling pid $pid for $seconds s" >&2
-perf record -F 499 -g -p "$pid" -o "$work/perf.data" -- sleep "$seconds" >/dev/null 2>&1
+# perf's own complaints (e.g. kernel.perf_event_paranoid too high) are shown when it fails.
+perf record -F 499 -g -p "$pid" -o "$work/perf.data" -- sleep "$seconds" >/dev/null 2>"$work/perf.log" ||
+  { cat "$work/perf.log" >&2; exit 1; }
 perf script -i "$work/perf.data" -F ip,sym 2>/dev/null >"$work/stacks.txt"
 
 python3 - "$work" "$binary" "$base" "$rows" <<'PY'
