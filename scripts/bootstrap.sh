@@ -36,7 +36,7 @@ if [ -n "$node_package" ]; then
     "$NODE_DIR/bin/node" --version >/dev/null || die "the Node.js in .tools/node does not run"
     echo "$NODE_VERSION" >"$TOOLS/stamps/node"
   fi
-  case ":$PATH:" in *":$NODE_DIR/bin:"*) ;; *) export PATH="$NODE_DIR/bin:$PATH" ;; esac
+  use_pinned_node
 fi
 
 # 2. npm dependencies, exactly as locked.
