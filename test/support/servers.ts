@@ -120,6 +120,11 @@ export async function startTemporalDevServer(): Promise<RunningServer> {
     // Search attributes read from the server's cache, not from SQLite at every check (as npm start).
     '--dynamic-config-value',
     'system.forceSearchAttributesCacheRefreshOnRead=false',
+    // Without CHASM and the per-transition history, as npm start runs it (the service uses neither).
+    '--dynamic-config-value',
+    'history.enableChasm=false',
+    '--dynamic-config-value',
+    'history.enableTransitionHistory=false',
     ...SEARCH_ATTRIBUTE_TYPES.flatMap(({ name, type }) => ['--search-attribute', `${name}=${type}`]),
   ];
   const { child, log } = spawnServer(paths.temporalCli, args);
