@@ -178,65 +178,78 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
   // only uses an index whose fields are exactly the query's.
   const byKey = { organization_id: input.organizationId, idempotency_key: input.idempotencyKey };
   const existing = await Invoice.findOne(byKey).lean();
-  if (existing) {
-    // A retry: what the first attempt did not finish is done again (each part is idempotent),
-    // invoice.created included (it goes out with invoice.finalized when finalized at creation).
-    const finalizedAtCreation = input.finalizeAtCreation && existing.grace_period_days === 0;
-    const current =
-      finalizedAtCreation && (existing.status === 'draft' || existing.finalized_at)
-        ? await finalizeInvoice(db, deps, existing._id, input.at, { withCreatedEvent: true })
-        : existing;
-    if (!finalizedAtCreation) await emitInvoiceEvents(db, deps, [{ invoice: current, type: 'invoice.created', at: input.at }]);
-    await ensureInvoiceWorkflow(
-      deps.temporal,
-      current,
-      await clockOfCustomerId(db, current.customer_id),
-      await invoiceOverdueAt(db, current),
-      await customerExternalIdOf(db, current.customer_id),
-    );
-    return current;
-  }
-  const { organization, customer, coupons, invoice: doc, fees } = await draftInvoice(db, input);
+  if (existing) return resumeCreation(db, deps, input, existing);
+  const { organization, customer, coupons, invoice: draft, fees } = await draftInvoice(db, input);
+  const timezone = customer.timezone ?? organization.timezone;
+  // Without a grace period it is written finalized, not as a draft then finalized: its number, its
+  // dates and its settlement come first, each keyed by the invoice, so a retry after a crash takes
+  // the same number and finds its claims (a number taken for an invoice never written is taken
+  // again by the retry that writes it: no hole).
+  const finalizeNow = input.finalizeAtCreation === true && draft.grace_period_days === 0;
+  const context: DraftContext = { organization, customer, timezone, coupons };
+  const doc = finalizeNow ? { ...draft, ...(await finalization(db, deps, draft, input.at, context)) } : draft;
   if (fees.length > 0) {
     await Fee.collection.insertMany(fees.map((fee) => ({ ...fee })) as never[], { ordered: false }).catch((err: unknown) => {
       if (!isDuplicateKeyError(err)) throw err; // a retry: the lines are there already
     });
   }
   let invoice: InvoiceDoc;
-  let createdHere = true;
   try {
     invoice = (await Invoice.create(doc)).toObject();
   } catch (err) {
     if (!isDuplicateKeyError(err)) throw err;
-    invoice = (await Invoice.findOne(byKey).lean())!;
-    createdHere = false;
+    // A concurrent creation wrote it first: what it has not finished yet is done as a retry does.
+    return resumeCreation(db, deps, input, (await Invoice.findOne(byKey).lean())!);
   }
-  // Counted by the write that created it: a retry or a concurrent creation finds it and counts nothing.
-  if (createdHere) countInvoiceIssued(invoice);
-  // A new invoice's lines are the ones just written; one found by its key (a concurrent creation) is read.
-  const created = createdHere ? (fees as FeeDoc[]) : undefined;
-  if (input.finalizeAtCreation && invoice.status === 'draft' && invoice.grace_period_days === 0) {
-    // invoice.created goes out with invoice.finalized, in one write (emitInvoiceEvents).
-    invoice = await finalizeDraft(db, deps, invoice, input.at, {
+  // Counted by the write that created it (the draft's amount is what was issued; the finalized
+  // one's, after its settlement, what was finalized): a retry finds it and counts nothing.
+  countInvoiceIssued(draft);
+  // A new invoice's lines are the ones just written.
+  const created = fees as FeeDoc[];
+  if (finalizeNow) {
+    countInvoiceFinalized(invoice);
+    // invoice.created goes out with invoice.finalized, in one write (emitInvoiceEvents), and shows
+    // the invoice as created: the draft (the specification's invoice life), never written as such.
+    const asCreated: InvoiceDoc = new Invoice(draft).toObject();
+    await afterFinalization(db, deps, invoice, input.at, {
       organization,
-      customer,
-      timezone: customer.timezone ?? organization.timezone,
-      coupons,
-      createdEvent: { invoice, at: input.at },
-      ...(created ? { fees: created } : {}),
+      fees: created,
+      createdEvent: { invoice: asCreated, at: input.at },
     });
   } else {
     await emitInvoiceEvents(db, deps, [{ invoice, type: 'invoice.created', at: input.at }], { organization, fees: created });
   }
-  const timezone = customer.timezone ?? organization.timezone ?? 'UTC';
   await ensureInvoiceWorkflow(
     deps.temporal,
     invoice,
     await clockOfCustomer(db, customer),
-    invoice.payment_due_date ? overdueAt(invoice.payment_due_date, timezone) : null,
+    invoice.payment_due_date ? overdueAt(invoice.payment_due_date, timezone ?? 'UTC') : null,
     customer.external_id,
   );
   return invoice;
+}
+
+/**
+ * An invoice of `input` that a first attempt (or a concurrent creation) already wrote: what that
+ * attempt did not finish is done again (each part is idempotent), invoice.created included (it
+ * goes out with invoice.finalized when finalized at creation). A draft of an earlier version
+ * (written, then finalized in a second write) is finalized here.
+ */
+async function resumeCreation(db: Db, deps: InvoiceDeps, input: NewInvoice, existing: InvoiceDoc): Promise<InvoiceDoc> {
+  const finalizedAtCreation = input.finalizeAtCreation && existing.grace_period_days === 0;
+  const current =
+    finalizedAtCreation && (existing.status === 'draft' || existing.finalized_at)
+      ? await finalizeInvoice(db, deps, existing._id, input.at, { withCreatedEvent: true })
+      : existing;
+  if (!finalizedAtCreation) await emitInvoiceEvents(db, deps, [{ invoice: current, type: 'invoice.created', at: input.at }]);
+  await ensureInvoiceWorkflow(
+    deps.temporal,
+    current,
+    await clockOfCustomerId(db, current.customer_id),
+    await invoiceOverdueAt(db, current),
+    await customerExternalIdOf(db, current.customer_id),
+  );
+  return current;
 }
 
 /**
@@ -532,10 +545,39 @@ interface DraftContext {
 async function finalizeDraft(db: Db, deps: InvoiceDeps, invoice: InvoiceDoc, at: Date, known: DraftContext): Promise<InvoiceDoc> {
   const { Invoice } = db.models;
   const invoiceId = invoice._id;
-  const { organization, timezone } = known;
+  const finalized = await Invoice.findOneAndUpdate(
+    { _id: invoiceId, status: 'draft' },
+    { $set: await finalization(db, deps, invoice, at, known) },
+    { returnDocument: 'after' },
+  ).lean();
+  // Counted by the status change only (a retried activity finds the invoice finalized: null here).
+  if (finalized) countInvoiceFinalized(finalized);
+  return afterFinalization(db, deps, finalized ?? (await Invoice.findById(invoiceId).lean())!, at, known);
+}
 
-  const sequence = await takeDocumentNumber(db, { organizationId: invoice.organization_id, kind: 'invoice', documentId: invoice._id });
-  const { issuingDate, paymentDueDate } = invoiceDueDates(at, invoice.net_payment_term, timezone);
+/** The invoice fields finalization decides, and the writes of those decisions: see finalization. */
+type Finalizing = Pick<
+  InvoiceDoc,
+  | '_id'
+  | 'organization_id'
+  | 'customer_id'
+  | 'currency'
+  | 'invoice_type'
+  | 'net_payment_term'
+  | 'subtotal'
+  | 'tax_amount'
+  | 'progressive_billing_credit_amount_cents'
+>;
+
+/**
+ * What finalizing an invoice sets (its number, issuing and due dates, its settlement) with the
+ * writes those take, each keyed by the invoice so that a retry takes the same: the number of the
+ * organization's gapless sequence, the coupons' claims, the credit notes and wallet credits applied.
+ */
+async function finalization(db: Db, deps: InvoiceDeps, invoice: Finalizing, at: Date, known: DraftContext) {
+  const invoiceId = invoice._id;
+  const sequence = await takeDocumentNumber(db, { organizationId: invoice.organization_id, kind: 'invoice', documentId: invoiceId });
+  const { issuingDate, paymentDueDate } = invoiceDueDates(at, invoice.net_payment_term, known.timezone);
 
   // Coupons are used when an invoice is finalized, not when its draft was generated: drafts
   // waiting out a grace period would otherwise each take the same `once` coupon. The draft's
@@ -552,27 +594,16 @@ async function finalizeDraft(db: Db, deps: InvoiceDeps, invoice: InvoiceDoc, at:
         ? (await consumeWalletsForInvoice(db, { ...scope, amountCents: due }, deps)).totalCents
         : new Dec(0),
   });
-  const paid = settled.paid;
-
-  const finalized = await Invoice.findOneAndUpdate(
-    { _id: invoiceId, status: 'draft' },
-    {
-      $set: {
-        number: invoiceNumber(organization.document_number_prefix, sequence),
-        sequential_id: sequence,
-        issuing_date: issuingDate,
-        payment_due_date: paymentDueDate,
-        ...settlementFields(settled),
-        finalized_at: at,
-        finalized_by: activityOrigin(),
-        ...(paid ? { paid_at: at, payment_status: 'succeeded' } : {}),
-      },
-    },
-    { returnDocument: 'after' },
-  ).lean();
-  // Counted by the status change only (a retried activity finds the invoice finalized: null here).
-  if (finalized) countInvoiceFinalized(finalized);
-  return afterFinalization(db, deps, finalized ?? (await Invoice.findById(invoiceId).lean())!, at, known);
+  return {
+    number: invoiceNumber(known.organization.document_number_prefix, sequence),
+    sequential_id: sequence,
+    issuing_date: issuingDate,
+    payment_due_date: paymentDueDate,
+    ...settlementFields(settled),
+    finalized_at: at,
+    finalized_by: activityOrigin(),
+    ...(settled.paid ? { paid_at: at, payment_status: 'succeeded' as const } : {}),
+  };
 }
 
 /** Where finalization takes what it subtracts from: each returns what it took (a preview only reads). */
@@ -686,7 +717,7 @@ const amountOf = (value: Parameters<typeof fromDecimal128>[0]) => fromDecimal128
  */
 async function claimCoupons(
   db: Db,
-  invoice: InvoiceDoc,
+  invoice: Pick<InvoiceDoc, '_id' | 'organization_id' | 'customer_id' | 'currency' | 'subtotal'>,
   at: Date,
   preloaded?: AppliedCoupon[],
 ): Promise<{ applications: CouponApplication[]; total: Dec }> {

@@ -89,6 +89,8 @@ describe('read flags', () => {
       expect(commands.filter((c) => c.endsWith(` ${skipped}`))).toEqual([]);
     }
     expect(commands.filter((c) => c === 'insert lifecycle_events')).toHaveLength(1);
+    // Written once, finalized: no draft then update.
+    expect(commands.filter((c) => c.endsWith(' invoices'))).toEqual(['find invoices', 'insert invoices']);
     const events = await stack.db.models.LifecycleEvent.find({ organization_id: org.id, type: /^invoice\./ }).lean();
     const ofInvoice = events.filter((e) => (e.object as { id?: string }).id === invoice._id);
     expect(ofInvoice.map((e) => [e.type, (e.object as { status: string }).status]).sort()).toEqual([
