@@ -181,12 +181,17 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
   if (existing) return resumeCreation(db, deps, input, existing);
   const { organization, customer, coupons, invoice: draft, fees } = await draftInvoice(db, input);
   const timezone = customer.timezone ?? organization.timezone;
-  // Without a grace period it is written finalized, not as a draft then finalized: its number, its
-  // dates and its settlement come first, each keyed by the invoice, so a retry after a crash takes
-  // the same number and finds its claims (a number taken for an invoice never written is taken
-  // again by the retry that writes it: no hole).
-  const finalizeNow = input.finalizeAtCreation === true && draft.grace_period_days === 0;
+  const finalizing = input.finalizeAtCreation === true && draft.grace_period_days === 0;
   const context: DraftContext = { organization, customer, timezone, coupons };
+  // Finalized at creation, a customer that never had a coupon, a credit note or a wallet (its read
+  // flags, src/db/read-flags.ts) settles without writing anything: the invoice is then written once,
+  // finalized, its number taken first (keyed by the invoice: a retry takes the same one, with the
+  // amounts it computes). Otherwise the draft is written first, so that the amounts the claims,
+  // credit notes and wallet credits are taken for are fixed before any is taken: a retry after a
+  // crash finalizes the stored draft, never one recomputed from later usage.
+  const settlesWithoutWrites =
+    !mayHave(customer, 'has_applied_coupons') && !mayHave(customer, 'has_credit_notes') && !mayHave(customer, 'has_wallets');
+  const finalizeNow = finalizing && settlesWithoutWrites;
   const doc = finalizeNow ? { ...draft, ...(await finalization(db, deps, draft, input.at, context)) } : draft;
   if (fees.length > 0) {
     await Fee.collection.insertMany(fees.map((fee) => ({ ...fee })) as never[], { ordered: false }).catch((err: unknown) => {
@@ -201,8 +206,8 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
     // A concurrent creation wrote it first: what it has not finished yet is done as a retry does.
     return resumeCreation(db, deps, input, (await Invoice.findOne(byKey).lean())!);
   }
-  // Counted by the write that created it (the draft's amount is what was issued; the finalized
-  // one's, after its settlement, what was finalized): a retry finds it and counts nothing.
+  // Counted by the write that created it (the draft's amount is what was issued): a retry finds it
+  // and counts nothing.
   countInvoiceIssued(draft);
   // A new invoice's lines are the ones just written.
   const created = fees as FeeDoc[];
@@ -216,6 +221,9 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
       fees: created,
       createdEvent: { invoice: asCreated, at: input.at },
     });
+  } else if (finalizing) {
+    // invoice.created goes out with invoice.finalized, in one write (emitInvoiceEvents).
+    invoice = await finalizeDraft(db, deps, invoice, input.at, { ...context, createdEvent: { invoice, at: input.at }, fees: created });
   } else {
     await emitInvoiceEvents(db, deps, [{ invoice, type: 'invoice.created', at: input.at }], { organization, fees: created });
   }

@@ -8,6 +8,8 @@ import Decimal from 'decimal.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../src/db';
 import { createInvoice, type InvoiceDeps } from '../../src/billing/invoices';
+import { takeDocumentNumber } from '../../src/billing/document-numbers';
+import { invoiceIdFor } from '../../src/ids';
 import { dec } from '../../src/domain/money';
 import { connectMonitored, createOrganization, createTestStack, type TestStack } from '../support/stack';
 
@@ -43,7 +45,7 @@ async function newOrganization() {
 }
 
 /** An add-on invoice of `amount`, finalized at creation (no grace period), with the commands it sent. */
-async function bill(organizationId: string, customerId: string, amount: number) {
+async function bill(organizationId: string, customerId: string, amount: number, idempotencyKey = `test/${randomUUID()}`) {
   const commands: string[] = [];
   const client = monitored.connection.getClient();
   const onStart = (event: { commandName: string; command: Record<string, unknown> }) => {
@@ -57,7 +59,7 @@ async function bill(organizationId: string, customerId: string, amount: number) 
       customerId,
       invoiceType: 'one_off',
       currency: 'USD',
-      idempotencyKey: `test/${randomUUID()}`,
+      idempotencyKey,
       fees: [
         { key: 'line/000', fee_type: 'add_on', amount_cents: dec(amount), units: dec(1), events_count: 0, unit_amount_cents: dec(amount) },
       ],
@@ -133,6 +135,24 @@ describe('read flags', () => {
     expect(plain(invoice.total)).toBe('800');
     expect(commands).toContain('find webhook_endpoints');
     expect(commands).toContain('find taxes');
+    // A wallet is consumed for the amounts of a stored draft: written first, then finalized.
+    expect(commands.filter((c) => c.endsWith(' invoices'))).toEqual(['find invoices', 'insert invoices', 'findAndModify invoices']);
+  });
+
+  it('written finalized, a retry after its number was taken (and before the invoice was written) takes that number, with the amounts it computes', async () => {
+    const { org, customerId } = await newOrganization();
+    const key = `test/${randomUUID()}`;
+    const first = await takeDocumentNumber(monitored, { organizationId: org.id, kind: 'invoice', documentId: invoiceIdFor(org.id, key) });
+    // The retry bills other usage than the attempt that crashed would have.
+    const { invoice, commands } = await bill(org.id, customerId, 1234, key);
+    expect(invoice.sequential_id).toBe(first);
+    expect(invoice.status).toBe('finalized');
+    expect(plain(invoice.total)).toBe('1234');
+    expect(commands.filter((c) => c.endsWith(' invoices'))).toEqual(['find invoices', 'insert invoices']);
+    // The next invoice takes the next number: no hole, no number twice.
+    const { invoice: next } = await bill(org.id, customerId, 10);
+    expect(next.sequential_id).toBe(first + 1);
+    expect(await stack.db.models.DocumentNumber.countDocuments({ organization_id: org.id, kind: 'invoice' })).toBe(2);
   });
 
   it('a customer older than the flags (none set) still has its applied coupon read and used', async () => {
