@@ -231,7 +231,7 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
     deps.temporal,
     invoice,
     await clockOfCustomer(db, customer),
-    invoice.payment_due_date ? overdueAt(invoice.payment_due_date, timezone ?? 'UTC') : null,
+    invoice.payment_due_date ? overdueAt(invoice.payment_due_date, timezone) : null,
     customer.external_id,
   );
   return invoice;
@@ -240,8 +240,9 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
 /**
  * An invoice of `input` that a first attempt (or a concurrent creation) already wrote: what that
  * attempt did not finish is done again (each part is idempotent), invoice.created included (it
- * goes out with invoice.finalized when finalized at creation). A draft of an earlier version
- * (written, then finalized in a second write) is finalized here.
+ * goes out with invoice.finalized when finalized at creation). A draft finalized at creation
+ * (a customer with coupons, credit notes or wallets, or an invoice of an earlier version) is
+ * finalized here, from its stored amounts.
  */
 async function resumeCreation(db: Db, deps: InvoiceDeps, input: NewInvoice, existing: InvoiceDoc): Promise<InvoiceDoc> {
   const finalizedAtCreation = input.finalizeAtCreation && existing.grace_period_days === 0;
@@ -563,7 +564,7 @@ async function finalizeDraft(db: Db, deps: InvoiceDeps, invoice: InvoiceDoc, at:
   return afterFinalization(db, deps, finalized ?? (await Invoice.findById(invoiceId).lean())!, at, known);
 }
 
-/** The invoice fields finalization decides, and the writes of those decisions: see finalization. */
+/** What finalization reads of an invoice: a stored draft, or one about to be written finalized. */
 type Finalizing = Pick<
   InvoiceDoc,
   | '_id'
