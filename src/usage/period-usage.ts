@@ -278,14 +278,18 @@ interface DailyRow {
 async function dailyRows(db: Db, subscriptionId: string, metricIds: string[], range: UsageRange): Promise<DailyRow[]> {
   const { firstMidnight, lastMidnight, any } = wholeDaysOf(range);
   if (!any) return [];
-  return db.models.DailyUsage.find(
-    {
-      subscription_id: subscriptionId,
-      billable_metric_id: metricIds.length === 1 ? metricIds[0]! : { $in: metricIds },
-      usage_date: { $gte: localDate(firstMidnight, range.timezone), $lt: localDate(lastMidnight, range.timezone) },
-    },
-    { billable_metric_id: 1, usage_value: 1, events_count: 1, dimensions_key: 1, usage_date: 1 },
-  ).lean<DailyRow[]>();
+  // The driver directly, without the _id (the row's whole key, longer than the rest of it): a
+  // current_usage reads a row per day, metric and dimension set.
+  return db.models.DailyUsage.collection
+    .find<DailyRow>(
+      {
+        subscription_id: subscriptionId,
+        billable_metric_id: metricIds.length === 1 ? metricIds[0]! : { $in: metricIds },
+        usage_date: { $gte: localDate(firstMidnight, range.timezone), $lt: localDate(lastMidnight, range.timezone) },
+      },
+      { projection: { _id: 0, billable_metric_id: 1, usage_value: 1, events_count: 1, dimensions_key: 1, usage_date: 1 } },
+    )
+    .toArray();
 }
 
 async function fromDailyRows(db: Db, charge: ChargeView, metric: MetricView, range: UsageRange, preloaded: DailyRow[] | null) {
@@ -307,9 +311,15 @@ async function fromDailyRows(db: Db, charge: ChargeView, metric: MetricView, ran
 
   const rowBuckets: { usage_date: string; usage_value: Decimal; events_count: number }[][] = charge.filters.map(() => []);
   const rowFallback: (typeof rowBuckets)[number] = [];
+  // A few dimension sets recur on every day: each is parsed and matched once.
+  const bucketByKey = new Map<string, number | null>();
   for (const row of rows) {
-    const dims = JSON.parse(row.dimensions_key || '{}') as Record<string, string>;
-    const index = bucketOf(charge, dims);
+    const key = row.dimensions_key || '{}';
+    let index = bucketByKey.get(key);
+    if (index === undefined) {
+      index = bucketOf(charge, JSON.parse(key) as Record<string, string>);
+      bucketByKey.set(key, index);
+    }
     (index === null ? rowFallback : rowBuckets[index]!).push({
       usage_date: row.usage_date,
       usage_value: fromDecimal128(row.usage_value) ?? new Dec(0),
