@@ -18,11 +18,11 @@ const MAX_COEFFICIENT = 10n ** 34n - 1n;
 
 /**
  * A finite Decimal128's value as `<sign><coefficient>e<exponent>` straight from its 16 bytes
- * (IEEE 754-2008 BID, as BSON stores it); null for NaN, the infinities and the non-canonical
- * encodings no writer makes (a coefficient above 10^34 - 1), which are left to bson's toString. bson's toString
- * divides the 113-bit coefficient with 32-bit arithmetic and allocates at each step, about three
- * times the cost of this; every amount read from MongoDB crosses here (a current_usage reads one
- * per daily row).
+ * (IEEE 754-2008 BID, as BSON stores it), or null for what is left to bson's toString: NaN, the
+ * infinities and the non-canonical encodings no writer makes (a coefficient above 10^34 - 1).
+ * bson's toString divides the 113-bit coefficient with 32-bit arithmetic, allocating at each step:
+ * about three times the cost of this, paid by every amount read from MongoDB (a current_usage
+ * reads one per daily row).
  */
 export function decimal128Digits(bytes: Uint8Array): string | null {
   const word = (at: number) => (bytes[at]! | (bytes[at + 1]! << 8) | (bytes[at + 2]! << 16) | (bytes[at + 3]! << 24)) >>> 0;
