@@ -478,3 +478,54 @@ describe('an H2 file reopened', () => {
     }
   }, 120_000);
 });
+
+describe('unique indexes (H2: TupleUniqueIndex) refuse what mongo-java-server refuses', () => {
+  // Plain key tuples (strings, dates, booleans, null or missing, an array of those under one key)
+  // are checked without the library's path rules (TupleUniqueIndex.checkAdd); the others with
+  // them. The memory backend keeps the library's own unique index: both must accept and refuse
+  // the same inserts and updates, with the same error.
+  const keyValue = fc.oneof(
+    { weight: 4, arbitrary: fc.constantFrom('a', 'b', 'c') },
+    { weight: 1, arbitrary: fc.constant(null) },
+    { weight: 1, arbitrary: fc.boolean() },
+    { weight: 1, arbitrary: fc.constantFrom(DATES[0], DATES[1]) },
+    { weight: 1, arbitrary: fc.constantFrom(1, 1.0, 2) },
+    { weight: 2, arbitrary: fc.array(fc.constantFrom('a', 'b', 'd', null), { maxLength: 3 }) },
+    { weight: 1, arbitrary: fc.record({ x: fc.constantFrom('a', 'b') }) },
+  );
+  const uniqueDoc = fc.record({ u: field(keyValue), v: field(keyValue), w: field(keyValue) }, { requiredKeys: [] });
+  const step = fc.oneof(
+    { weight: 3, arbitrary: uniqueDoc.map((doc) => ({ kind: 'insert' as const, doc })) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('update' as const), id: fc.integer({ min: 0, max: 15 }), set: uniqueDoc }) },
+  );
+
+  it('for random inserts and updates of plain and other key values', async () => {
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 5, maxLength: 30 }), async (steps) => {
+        const db = `unique_${process.pid}_${run++}`;
+        const clients = [indexedClient, indexedH2Client];
+        const outcomes: unknown[][] = [];
+        for (const client of clients) {
+          const collection = client.db(db).collection('docs');
+          await collection.createIndex({ u: 1 }, { unique: true });
+          await collection.createIndex({ v: 1, w: 1 }, { unique: true });
+          const outcome: unknown[] = [];
+          let next = 0;
+          for (const s of steps) {
+            const done =
+              s.kind === 'insert'
+                ? collection.insertOne({ _id: `doc-${next++}` as unknown as never, ...strip(s.doc) }).then(() => 'inserted')
+                : collection.updateOne({ _id: `doc-${s.id}` as unknown as never }, { $set: strip(s.set) }).then((r) => r.modifiedCount);
+            outcome.push(await done.catch((err: { code?: number; message: string }) => `error ${err.code}: ${err.message}`));
+          }
+          const stored = await collection.find({}).sort({ _id: 1 }).toArray();
+          outcomes.push([outcome, stored]);
+        }
+        expect(outcomes[1], 'H2 against memory').toEqual(outcomes[0]);
+        await Promise.all(clients.map((client) => client.db(db).dropDatabase()));
+      }),
+      { numRuns: RUNS * 4 },
+    );
+  }, 600_000);
+});

@@ -183,28 +183,57 @@ public final class SecondaryIndex<P> extends Index<P> {
     }
 
     /**
-     * A document's key tuple when every key is a top-level field holding a string, an instant, a
-     * boolean, null or nothing: the tuple Index.getKeyValues gives then (such values are their own
-     * normalized form; null and missing are null), without its path splitting by regular
-     * expression and its streams, which were a seventh of the stand-in's CPU under batch inserts.
-     * Null when another value (a number, a document, an array) asks for the general rules.
+     * A document's key tuples when every key is a top-level field holding a string, an instant, a
+     * boolean, null or nothing, or (under one key at most) an array of those: the tuples
+     * Index.getKeyValues gives then (such values are their own normalized form; null and missing
+     * are null; an array gives one tuple per distinct element, in order, and none when empty),
+     * without its path splitting by regular expression and its streams, which were a seventh of the
+     * stand-in's CPU under batch inserts, and a third with an array key (an event's
+     * subscription_ids). Null when another value (a number, a document, an array of anything else,
+     * arrays under two keys) asks for the general rules.
      */
     static Set<KeyValue> plainKeyValues(List<String> keys, Document document) {
         if (keys == null) {
             return null;
         }
         Object[] values = new Object[keys.size()];
+        int arrayAt = -1;
         for (int i = 0; i < values.length; i++) {
             Object value = document.getOrMissing(keys.get(i));
             if (value == null || value instanceof Missing) {
                 values[i] = null;
-            } else if (value instanceof String || value instanceof Instant || value instanceof Boolean) {
+            } else if (isPlainScalar(value)) {
+                values[i] = value;
+            } else if (value instanceof List && arrayAt < 0 && allPlain((List<?>) value)) {
+                arrayAt = i;
                 values[i] = value;
             } else {
                 return null;
             }
         }
-        return Set.of(new KeyValue(Arrays.asList(values)));
+        if (arrayAt < 0) {
+            return Set.of(new KeyValue(Arrays.asList(values)));
+        }
+        Set<KeyValue> tuples = new LinkedHashSet<>();
+        for (Object element : (List<?>) values[arrayAt]) {
+            Object[] tuple = values.clone();
+            tuple[arrayAt] = element;
+            tuples.add(new KeyValue(Arrays.asList(tuple)));
+        }
+        return tuples;
+    }
+
+    private static boolean isPlainScalar(Object value) {
+        return value instanceof String || value instanceof Instant || value instanceof Boolean;
+    }
+
+    private static boolean allPlain(List<?> values) {
+        for (Object value : values) {
+            if (value != null && !isPlainScalar(value)) {
+                return false;
+            }
+        }
+        return true;
     }
 
     // ---- what a query can use ------------------------------------------------------------------
