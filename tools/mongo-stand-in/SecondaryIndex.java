@@ -188,7 +188,7 @@ public final class SecondaryIndex<P> extends Index<P> {
      * Index.getKeyValues gives then (such values are their own normalized form; null and missing
      * are null; an array gives one tuple per distinct element, in order, and none when empty),
      * without its path splitting by regular expression and its streams, which were a seventh of the
-     * stand-in's CPU under batch inserts, and a third with an array key (an event's
+     * stand-in's CPU under batch inserts, and a fifth with an array key (an event's
      * subscription_ids). Null when another value (a number, a document, an array of anything else,
      * arrays under two keys) asks for the general rules.
      */

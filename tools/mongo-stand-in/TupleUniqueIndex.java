@@ -79,7 +79,7 @@ final class TupleUniqueIndex extends AbstractUniqueIndex<Object> {
 
     /**
      * As AbstractUniqueIndex.checkAdd, which reads the document's keys through the general path
-     * rules whatever they hold (a sixth of the stand-in's CPU under batch inserts, for the _id
+     * rules whatever they hold (a tenth of the stand-in's CPU under batch inserts, for the _id
      * index and the events' unique index): a plain key tuple is its own normalized form, so it is
      * looked up as it is. A sparse index keeps the general rules (a document without its keys is
      * not in it).
