@@ -495,7 +495,15 @@ describe('unique indexes (H2: TupleUniqueIndex) refuse what mongo-java-server re
   );
   const uniqueDoc = fc.record({ u: field(keyValue), v: field(keyValue), w: field(keyValue) }, { requiredKeys: [] });
   const step = fc.oneof(
-    { weight: 3, arbitrary: uniqueDoc.map((doc) => ({ kind: 'insert' as const, doc })) },
+    // An insert may reuse an earlier _id: the _id index refuses it through the same check.
+    {
+      weight: 3,
+      arbitrary: fc.record({
+        kind: fc.constant('insert' as const),
+        doc: uniqueDoc,
+        reuse: fc.option(fc.integer({ min: 0, max: 15 }), { nil: undefined, freq: 4 }),
+      }),
+    },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('update' as const), id: fc.integer({ min: 0, max: 15 }), set: uniqueDoc }) },
   );
 
@@ -515,7 +523,7 @@ describe('unique indexes (H2: TupleUniqueIndex) refuse what mongo-java-server re
           for (const s of steps) {
             const done =
               s.kind === 'insert'
-                ? collection.insertOne({ _id: `doc-${next++}` as unknown as never, ...strip(s.doc) }).then(() => 'inserted')
+                ? collection.insertOne({ _id: `doc-${s.reuse ?? next++}` as unknown as never, ...strip(s.doc) }).then(() => 'inserted')
                 : collection.updateOne({ _id: `doc-${s.id}` as unknown as never }, { $set: strip(s.set) }).then((r) => r.modifiedCount);
             outcome.push(await done.catch((err: { code?: number; message: string }) => `error ${err.code}: ${err.message}`));
           }
