@@ -3,7 +3,8 @@
 // of one subscription: actions per month and its history size after 12 periods.
 //
 //   node bench/billing-day.mjs [--n 1000] [--events-per-charge 2] [--lead <s>] [--spread <s>]
-//        [--worker own|stack] [--slots <n>] [--stall 120] [--timeout 1800] [--periods 12] [--only day|history]
+//        [--worker own|stack] [--slots <n>] [--stall 120] [--timeout 1800] [--periods 12] [--floor <n>]
+//        [--only day|history|floor]
 //        [--keep] [--cleanup-org <organization id>] [--url http://127.0.0.1:3000]
 //        [--mongodb-uri mongodb://127.0.0.1:27017/billing] [--temporal-address 127.0.0.1:7233]
 //        [--task-queue billing] [--namespace default]
@@ -41,6 +42,13 @@
 // Where the day's CPU goes: from T0 to the last invoice finalized, the CPU (utime + stime in /proc)
 //   of this checkout's stack processes (Temporal dev server, worker, stand-in, API) and of this
 //   one, in ms per invoice (cpu_ms_per_invoice, and rows of the bench table). Linux only.
+// --floor F (default 0: none; scripts/bench.sh gives BILLING_DAY_FLOOR_N, or 3,000): after the
+//   day, the Temporal floor of F boundaries on the same dev server: the same workflows' shape (a
+//   delayed start, a first task with one local activity that starts an invoice's workflow, two
+//   timers) with no database and no billing, on a worker of this process
+//   (bench/lib/floor-workflows.mjs). Its invoices a second are the ceiling of the day's on this
+//   machine, and its CPU per boundary is what Temporal costs of a day's (see temporalFloor).
+//   --only floor runs it alone.
 // Then (unless --periods 0) one subscription runs through 12 monthly periods on Temporal's
 // time-skipping test server (.tools/venv/bin/temporal-test-server) with the real activities, in a
 // scratch database on the same MongoDB that is dropped afterwards, for its history after 12 periods
@@ -85,6 +93,7 @@ const { values } = parseArgs({
     slots: { type: 'string' },
     'cleanup-org': { type: 'string' },
     'stored-events': { type: 'string', default: process.env.BILLING_DAY_STORED_EVENTS ?? '0' },
+    floor: { type: 'string', default: '0' },
     'summary-json': { type: 'string' },
     // `commands`: the table gets only the commands per boundary (a small run on a worker of its own).
     'summary-rows': { type: 'string', default: 'all' },
@@ -94,6 +103,7 @@ const N = Number(values.n);
 const PER_CHARGE = Number(values['events-per-charge']);
 const PERIODS = Number(values.periods);
 const STORED = Number(values['stored-events']);
+const FLOOR = Number(values.floor);
 // The worker's defaults (src/config.ts): the jitter only spreads future boundaries; a boundary
 // already past when the workflow starts is billed at once.
 const TIMING = {
@@ -296,6 +306,7 @@ async function billingDay() {
     const spreadMs = Number(values.spread) * 1000;
     const delayFor = (id) => T0 + (spreadMs > 0 ? jitterFor(id, spreadMs) : 0) - Date.now();
     const subscriptions = [];
+    let inputChars = null; // the size of one workflow's input (the floor's inputs are as large)
     const BATCH = 500;
     for (let b = 0; b < N; b += BATCH) {
       const docs = customers.slice(b, b + BATCH).map((customer, j) => {
@@ -332,6 +343,7 @@ async function billingDay() {
       // workflow (it would start it at once), and no workflow runs before T0.
       await pool(docs, 32, (doc) => {
         const delay = delayFor(doc._id);
+        inputChars ??= JSON.stringify(doc.workflow_state).length;
         return client.workflow.start(subscriptionWorkflowType, {
           workflowId: workflowIds.subscription(doc._id),
           taskQueue,
@@ -541,6 +553,7 @@ async function billingDay() {
       n: N,
       organization_id: org.id,
       events_sent: events.length,
+      workflow_input_chars: inputChars,
       setup_seconds: {
         customers_via_api: seconds(customersDone - setupStarted),
         documents_and_delayed_starts: seconds(startsDone - customersDone),
@@ -572,10 +585,184 @@ async function billingDay() {
       completed: allFinalized !== null && allStepsDone !== null,
     };
   } finally {
-    if (own) await Promise.race([own.stop(), sleep(60_000).then(() => log('the bench worker did not stop within 60 s: going on'))]);
+    if (own) {
+      const stopped = await Promise.race([own.stop().then(() => true), sleep(60_000).then(() => false)]);
+      if (!stopped) log('the bench worker did not stop within 60 s: going on');
+    }
     if (orgId && (!values.keep || own)) log('cleanup', JSON.stringify(await cleanup(db, client, orgId, { dropEvents: !values.keep })));
     await connection.close();
     await db.close();
+  }
+}
+
+/**
+ * --floor F: the Temporal floor of F boundaries, measured on the same dev server after the day.
+ * The same shape as the day's boundaries, with no database and no billing
+ * (bench/lib/floor-workflows.mjs), on a worker of this process with the stack's worker settings
+ * (src/worker.ts: 100 cached workflows, 20 workflow tasks and 50 activities at once):
+ *   - F floor subscriptions start with a delay until T0, as the day's do, with the same search
+ *     attributes and an input of about the same size (the day's first workflow state, or 3,000
+ *     characters);
+ *   - at its first task each runs one local activity, which starts its floor invoice's workflow with
+ *     the search attributes, summary and details startInvoiceWorkflow gives a finalized invoice;
+ *     then it starts its next period's timer;
+ *   - each floor invoice's first task starts its overdue timer.
+ * It ends when every floor invoice has run its first task (a sink tells this process: no history
+ * event, no server call). Its figures are the day's ceiling on this machine: invoices a second that
+ * Temporal alone allows, and the CPU per boundary of the dev server and of the worker (this process).
+ * Its workflows are terminated afterwards.
+ */
+async function temporalFloor(n, inputChars) {
+  const { Worker, NativeConnection } = await import('@temporalio/worker');
+  const connection = await Connection.connect({ address: values['temporal-address'] });
+  const client = new Client({ connection, namespace: values.namespace });
+  const nativeConnection = await NativeConnection.connect({ address: values['temporal-address'] });
+  const tag = randomUUID().slice(0, 8);
+  const taskQueue = `billing-day-floor-${tag}`;
+  const organizationId = uuidv7(); // search attribute values only: nothing is stored
+  const ids = Array.from({ length: n }, (_, i) => ({
+    subscription: `floor-${tag}-subscription-${i}`,
+    invoice: `floor-${tag}-invoice-${i}`,
+    customerId: uuidv7(),
+    number: i + 1,
+  }));
+  // A boundary is done when its local activity has started the floor invoice's workflow (the day's
+  // counts its invoice once finalized, in the same local activity); the floor invoices' first tasks
+  // are queued behind the boundaries still waiting, as in the day, and are counted apart.
+  const counter = () => {
+    let count = 0;
+    let reached;
+    const all = new Promise((resolve) => (reached = resolve));
+    return {
+      all,
+      get count() {
+        return count;
+      },
+      add() {
+        if (++count >= n) reached(Date.now());
+      },
+    };
+  };
+  const boundaries = counter();
+  const invoiceTasks = counter();
+  const worker = await Worker.create({
+    connection: nativeConnection,
+    namespace: values.namespace,
+    taskQueue,
+    workflowsPath: join(root, 'bench', 'lib', 'floor-workflows.mjs'),
+    activities: {
+      // What billSubscriptionPeriod's startInvoiceWorkflow sends for a finalized invoice.
+      async startFloorInvoice({ invoice, customerId, number }) {
+        const input = {
+          invoiceId: invoice,
+          createdAt: new Date().toISOString(),
+          gracePeriodDays: 0,
+          status: 'finalized',
+          clock: null,
+          labels: { number: `BD-${number}`, totalCents: 12345, currency: 'EUR', customerExternalId: `bd-floor-${number}` },
+          overdueAt: new Date(Date.now() + 30 * 86_400_000).toISOString(),
+          paymentOverdue: false,
+        };
+        await client.workflow.start('floorInvoice', {
+          workflowId: invoice,
+          taskQueue,
+          args: [input],
+          workflowIdConflictPolicy: 'USE_EXISTING',
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
+          typedSearchAttributes: entitySearchAttributes({
+            organizationId,
+            customerId,
+            entityType: 'invoice',
+            status: 'finalized',
+            customerExternalId: input.labels.customerExternalId,
+            invoiceNumber: input.labels.number,
+            amountDueCents: input.labels.totalCents,
+          }),
+          staticSummary: `Invoice ${input.labels.number} of customer ${input.labels.customerExternalId}`,
+          staticDetails: `Total ${input.labels.totalCents} cents ${input.labels.currency}, created ${input.createdAt}, grace period 0 day(s). Ids: invoice ${invoice}, customer ${customerId}, organization ${organizationId}.`,
+        });
+        boundaries.add();
+      },
+    },
+    sinks: {
+      floor: {
+        invoiceStarted: { fn: () => invoiceTasks.add(), callDuringReplay: false },
+      },
+    },
+    maxConcurrentActivityTaskExecutions: 50,
+    maxCachedWorkflows: 100,
+    maxConcurrentWorkflowTaskExecutions: 20,
+    shutdownGraceTime: '10s',
+  });
+  const running = worker.run();
+  try {
+    const setupStarted = Date.now();
+    const T0 = setupStarted + 20_000 + n * 15;
+    const state = 'x'.repeat(inputChars);
+    await pool(ids, 32, (id) =>
+      client.workflow.start('floorSubscription', {
+        workflowId: id.subscription,
+        taskQueue,
+        args: [{ ...id, state }],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        typedSearchAttributes: entitySearchAttributes({
+          organizationId,
+          customerId: id.customerId,
+          entityType: 'subscription',
+          status: 'active',
+        }),
+        startDelay: Math.max(1, T0 - Date.now()),
+      }),
+    );
+    const setupDone = Date.now();
+    log(`floor: ${n} delayed starts in ${seconds(setupDone - setupStarted)} s on task queue ${taskQueue}`);
+    if (setupDone > T0) log(`WARNING: the floor's setup ended ${seconds(setupDone - T0)} s after its T0: the measurement is not clean`);
+    await sleep(Math.max(0, T0 - Date.now()));
+    const processes = sampleProcesses();
+    const deadline = T0 + Number(values.timeout) * 1000;
+    let last = { t: T0, count: 0 };
+    let doneAt = null;
+    while (doneAt === null) {
+      doneAt = await Promise.race([boundaries.all, sleep(15_000).then(() => null)]);
+      const now = Date.now();
+      if (doneAt !== null) break;
+      log(
+        `floor: T0+${seconds(now - T0)} s: ${boundaries.count} of ${n} boundaries done, ${invoiceTasks.count} floor invoices' first tasks`,
+      );
+      if (boundaries.count !== last.count) last = { t: now, count: boundaries.count };
+      else if (now - last.t > Number(values.stall) * 1000 || now > deadline) break;
+    }
+    if (doneAt !== null) processes.markDone();
+    processes.stop();
+    const invoiceTasksAt = await Promise.race([invoiceTasks.all, sleep(120_000).then(() => null)]);
+    const result = {
+      n,
+      input_chars: inputChars,
+      seconds_after_t0: doneAt === null ? null : seconds(doneAt - T0),
+      invoices_per_second: doneAt === null ? null : Math.round((n / ((doneAt - T0) / 1000)) * 10) / 10,
+      boundaries_done: boundaries.count,
+      invoice_first_tasks_done_after_t0: invoiceTasksAt === null ? null : seconds(invoiceTasksAt - T0),
+      cpu_ms_per_invoice: processes.cpuPerInvoice(n),
+      completed: doneAt !== null,
+    };
+    log(`floor: ${JSON.stringify(result)}`);
+    return result;
+  } finally {
+    worker.shutdown();
+    await running;
+    await nativeConnection.close();
+    const cleanupStarted = Date.now();
+    await pool(
+      ids.flatMap((id) => [id.subscription, id.invoice]),
+      32,
+      (id) =>
+        client.workflow
+          .getHandle(id)
+          .terminate('billing-day bench: floor cleanup')
+          .catch(() => undefined),
+    );
+    log(`floor: ${2 * n} workflows terminated in ${seconds(Date.now() - cleanupStarted)} s`);
+    await connection.close();
   }
 }
 
@@ -1030,8 +1217,11 @@ function cpuLabels(own) {
   };
 }
 
-/** The billing day's rows of the bench table (scripts/bench.sh): figure, value, ceiling, ratio, goal. */
-function summaryRows(day) {
+/**
+ * The billing day's rows of the bench table (scripts/bench.sh): figure, value, ceiling, ratio, goal.
+ * With a Temporal floor (--floor), its rate is the ceiling of the day's invoices a second.
+ */
+function summaryRows(day, floor) {
   const stored = day.stored_events?.events ?? 0;
   const finalized = day.seconds_after_t0.all_invoices_finalized;
   const counted = typeof day.database_commands_per_boundary === 'object';
@@ -1054,11 +1244,11 @@ function summaryRows(day) {
       goal: `<= ${(day.n / 50).toFixed(0)} s (50/s), totals right, numbers gapless: ${day.invoice_totals_wrong === 0 && day.invoice_numbers_gapless ? 'yes' : 'NO'}`,
     },
     {
-      figure: 'billing day: invoices per second',
+      figure: `billing day: invoices per second${floor ? `, against the Temporal floor (${floor.n} boundaries, no database, no billing)` : ''}`,
       value: day.invoices_per_second,
       unit: '/s',
-      ceiling: null,
-      ratio: null,
+      ceiling: floor?.invoices_per_second ?? null,
+      ratio: floor?.invoices_per_second ? Math.round((day.invoices_per_second / floor.invoices_per_second) * 100) / 100 : null,
       goal: '>= 50 (aim 100)',
     },
     ...(counted ? [commandsRow] : []),
@@ -1072,6 +1262,22 @@ function summaryRows(day) {
         ratio: null,
         goal: null,
       })),
+    ...(floor
+      ? [
+          ['temporal_dev_server', 'Temporal dev server'],
+          ['bench', "worker (the bench's, floor workflows)"],
+          ['total', 'all processes'],
+        ]
+          .filter(([process]) => floor.cpu_ms_per_invoice?.[process] !== undefined)
+          .map(([process, label]) => ({
+            figure: `Temporal floor: CPU per boundary from T0 to the last, ${label}`,
+            value: floor.cpu_ms_per_invoice[process],
+            unit: 'ms',
+            ceiling: null,
+            ratio: null,
+            goal: null,
+          }))
+      : []),
     ...Object.entries(day.peak_rss_mib ?? {}).map(([process, mib]) => ({
       figure: `billing day: peak memory of the ${processLabels(day.worker?.own)[process] ?? process}`,
       value: mib,
@@ -1087,8 +1293,10 @@ const report = {};
 if (values['cleanup-org']) {
   report.cleanup = await cleanupOnly(values['cleanup-org']);
 } else {
-  if (values.only !== 'history') report.billing_day = await billingDay();
-  if (values.only !== 'day' && PERIODS > 0) {
+  if (values.only !== 'history' && values.only !== 'floor') report.billing_day = await billingDay();
+  if (FLOOR > 0 && values.only !== 'history')
+    report.temporal_floor = await temporalFloor(FLOOR, report.billing_day?.workflow_input_chars ?? 3000);
+  if (values.only !== 'day' && values.only !== 'floor' && PERIODS > 0) {
     // A failure here must not lose the billing day's figures: they are reported, and the exit code says it.
     report.twelve_periods = await twelvePeriods().catch((err) => {
       process.exitCode = 1;
@@ -1098,7 +1306,7 @@ if (values['cleanup-org']) {
   }
 }
 if (values['summary-json'] && report.billing_day)
-  writeFileSync(values['summary-json'], `${JSON.stringify(summaryRows(report.billing_day), null, 2)}\n`);
+  writeFileSync(values['summary-json'], `${JSON.stringify(summaryRows(report.billing_day, report.temporal_floor), null, 2)}\n`);
 // Exit explicitly once the report is written: the Temporal runtime's log forwarding (and a bench
 // worker that could not drain) would keep the process alive.
 process.stdout.write(`${JSON.stringify(report, null, 2)}\n`, () => process.exit(process.exitCode ?? 0));
