@@ -607,10 +607,12 @@ async function billingDay() {
  *     the search attributes, summary and details startInvoiceWorkflow gives a finalized invoice;
  *     then it starts its next period's timer;
  *   - each floor invoice's first task starts its overdue timer.
- * It ends when every floor invoice has run its first task (a sink tells this process: no history
- * event, no server call). Its figures are the day's ceiling on this machine: invoices a second that
- * Temporal alone allows, and the CPU per boundary of the dev server and of the worker (this process).
- * Its workflows are terminated afterwards.
+ * It ends when every boundary's local activity has started its floor invoice's workflow, as the
+ * day's invoice is counted once finalized in the same local activity (the floor invoices' first
+ * tasks, which a sink reports to this process, are reported apart). Its figures are the day's
+ * ceiling on this machine: the invoices a second that Temporal alone allows, and the CPU per
+ * boundary of the dev server and of the worker (this process). Its workflows are terminated
+ * afterwards.
  */
 async function temporalFloor(n, inputChars) {
   const { Worker, NativeConnection } = await import('@temporalio/worker');
@@ -626,20 +628,19 @@ async function temporalFloor(n, inputChars) {
     customerId: uuidv7(),
     number: i + 1,
   }));
-  // A boundary is done when its local activity has started the floor invoice's workflow (the day's
-  // counts its invoice once finalized, in the same local activity); the floor invoices' first tasks
-  // are queued behind the boundaries still waiting, as in the day, and are counted apart.
+  // Each counts distinct ids: a retried local activity or a replayed first task counts once.
   const counter = () => {
-    let count = 0;
+    const seen = new Set();
     let reached;
     const all = new Promise((resolve) => (reached = resolve));
     return {
       all,
       get count() {
-        return count;
+        return seen.size;
       },
-      add() {
-        if (++count >= n) reached(Date.now());
+      add(id) {
+        seen.add(id);
+        if (seen.size === n) reached(Date.now());
       },
     };
   };
@@ -681,12 +682,12 @@ async function temporalFloor(n, inputChars) {
           staticSummary: `Invoice ${input.labels.number} of customer ${input.labels.customerExternalId}`,
           staticDetails: `Total ${input.labels.totalCents} cents ${input.labels.currency}, created ${input.createdAt}, grace period 0 day(s). Ids: invoice ${invoice}, customer ${customerId}, organization ${organizationId}.`,
         });
-        boundaries.add();
+        boundaries.add(invoice);
       },
     },
     sinks: {
       floor: {
-        invoiceStarted: { fn: () => invoiceTasks.add(), callDuringReplay: false },
+        invoiceStarted: { fn: (info) => invoiceTasks.add(info.workflowId), callDuringReplay: false },
       },
     },
     maxConcurrentActivityTaskExecutions: 50,
