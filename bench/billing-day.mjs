@@ -603,8 +603,8 @@ async function billingDay() {
  *   - F floor subscriptions start with a delay until T0, as the day's do, with the same search
  *     attributes and an input of about the same size (the day's first workflow state, or 3,000
  *     characters);
- *   - at its first task each runs one local activity, which starts its floor invoice's workflow with
- *     the search attributes, summary and details startInvoiceWorkflow gives a finalized invoice;
+ *   - at its first task each runs one local activity, which starts its floor invoice's workflow
+ *     through the service's own startInvoiceWorkflow, as for a finalized invoice;
  *     then it starts its next period's timer;
  *   - each floor invoice's first task starts its overdue timer.
  * It ends when every boundary's local activity has started its floor invoice's workflow (the day
@@ -617,7 +617,11 @@ async function billingDay() {
  * afterwards.
  */
 async function temporalFloor(n, inputChars) {
-  const { Worker, NativeConnection } = await import('@temporalio/worker');
+  const [{ Worker, NativeConnection }, { wrapClient }, { startInvoiceWorkflow }] = await Promise.all([
+    import('@temporalio/worker'),
+    dist('src/temporal/client.js'),
+    dist('workflows/invoice.messages.js'),
+  ]);
   const connection = await Connection.connect({ address: values['temporal-address'] });
   const client = new Client({ connection, namespace: values.namespace });
   const nativeConnection = await NativeConnection.connect({ address: values['temporal-address'] });
@@ -626,7 +630,7 @@ async function temporalFloor(n, inputChars) {
   const organizationId = uuidv7(); // search attribute values only: nothing is stored
   const ids = Array.from({ length: n }, (_, i) => ({
     subscription: `floor-${tag}-subscription-${i}`,
-    invoice: `floor-${tag}-invoice-${i}`,
+    invoice: uuidv7(), // its workflow: workflowIds.invoice(invoice), as the service names it
     customerId: uuidv7(),
     number: i + 1,
   }));
@@ -655,36 +659,23 @@ async function temporalFloor(n, inputChars) {
     taskQueue,
     workflowsPath: join(root, 'bench', 'lib', 'floor-workflows.mjs'),
     activities: {
-      // What billSubscriptionPeriod's startInvoiceWorkflow sends for a finalized invoice.
+      // The service's own start of a finalized invoice's workflow (its type, id, search attributes,
+      // summary and details); the floor's worker runs bench/lib/floor-workflows.mjs's invoiceWorkflow.
       async startFloorInvoice({ invoice, customerId, number, state }) {
-        const input = {
-          invoiceId: invoice,
-          createdAt: new Date().toISOString(),
-          gracePeriodDays: 0,
-          status: 'finalized',
-          clock: null,
-          labels: { number: `BD-${number}`, totalCents: 12345, currency: 'EUR', customerExternalId: `bd-floor-${number}` },
-          overdueAt: new Date(Date.now() + 30 * 86_400_000).toISOString(),
-          paymentOverdue: false,
-        };
-        await client.workflow.start('floorInvoice', {
-          workflowId: invoice,
-          taskQueue,
-          args: [input],
-          workflowIdConflictPolicy: 'USE_EXISTING',
-          workflowIdReusePolicy: 'REJECT_DUPLICATE',
-          typedSearchAttributes: entitySearchAttributes({
-            organizationId,
-            customerId,
-            entityType: 'invoice',
+        await startInvoiceWorkflow(
+          wrapClient(client, taskQueue),
+          {
+            invoiceId: invoice,
+            createdAt: new Date().toISOString(),
+            gracePeriodDays: 0,
             status: 'finalized',
-            customerExternalId: input.labels.customerExternalId,
-            invoiceNumber: input.labels.number,
-            amountDueCents: input.labels.totalCents,
-          }),
-          staticSummary: `Invoice ${input.labels.number} of customer ${input.labels.customerExternalId}`,
-          staticDetails: `Total ${input.labels.totalCents} cents ${input.labels.currency}, created ${input.createdAt}, grace period 0 day(s). Ids: invoice ${invoice}, customer ${customerId}, organization ${organizationId}.`,
-        });
+            clock: null,
+            labels: { number: `BD-${number}`, totalCents: 12345, currency: 'EUR', customerExternalId: `bd-floor-${number}` },
+            overdueAt: new Date(Date.now() + 30 * 86_400_000).toISOString(),
+            paymentOverdue: false,
+          },
+          { organizationId, customerId },
+        );
         boundaries.add(invoice);
         // The marker records the result, as the day's records billSubscriptionPeriod's: as large as the state.
         return { state };
@@ -771,14 +762,10 @@ async function temporalFloor(n, inputChars) {
     await Promise.race([running, sleep(60_000)]);
     await nativeConnection.close().catch(() => undefined);
     const cleanupStarted = Date.now();
-    await pool(
-      ids.flatMap((id) => [id.subscription, id.invoice]),
-      32,
-      (id) =>
-        client.workflow
-          .getHandle(id)
-          .terminate('billing-day bench: floor cleanup')
-          .catch(() => undefined),
+    await terminateAll(
+      client,
+      ids.flatMap((id) => [id.subscription, workflowIds.invoice(id.invoice)]),
+      'billing-day bench: floor cleanup',
     );
     log(`floor: ${2 * n} workflows terminated in ${seconds(Date.now() - cleanupStarted)} s`);
     await connection.close();
@@ -1022,6 +1009,16 @@ async function stallDiagnosis(client, taskQueue, organizationId) {
  * daily usage go too: `npm run bench` runs the events bench and the test-clock year next, on the
  * same stand-in, whose 1 GiB heap holds a million events with room to work, not two.
  */
+/** Terminates these workflows, 32 at a time (one already closed is skipped). */
+function terminateAll(client, workflowIdsToEnd, reason) {
+  return pool(workflowIdsToEnd, 32, (id) =>
+    client.workflow
+      .getHandle(id)
+      .terminate(reason)
+      .catch(() => undefined),
+  );
+}
+
 async function cleanup(db, client, organizationId, { dropEvents = false } = {}) {
   const at = new Date();
   const marked = await db.models.Subscription.updateMany(
@@ -1034,12 +1031,7 @@ async function cleanup(db, client, organizationId, { dropEvents = false } = {}) 
   const ids = [];
   for await (const wf of client.workflow.list({ query: `BillingOrganizationId = '${organizationId}' AND ExecutionStatus = 'Running'` }))
     ids.push(wf.workflowId);
-  await pool(ids, 32, (id) =>
-    client.workflow
-      .getHandle(id)
-      .terminate('billing-day bench cleanup')
-      .catch(() => undefined),
-  );
+  await terminateAll(client, ids, 'billing-day bench cleanup');
   const dropped = dropEvents ? await dropOrganizationUsage(db.connection.db, organizationId, BENCH_STARTED) : undefined;
   return {
     organization_id: organizationId,

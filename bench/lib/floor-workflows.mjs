@@ -3,8 +3,10 @@
 //   floorSubscription: its first task (at T0, after a delayed start) runs one local activity that
 //     starts the invoice's workflow, then starts the next period's timer (as subscriptionWorkflow:
 //     a marker and a timer);
-//   floorInvoice: its first task starts its overdue timer (as invoiceWorkflow for a finalized
-//     invoice), and tells the bench through a sink (no history event, no server call).
+//   invoiceWorkflow: the service's invoice workflow type (the bench starts it through the
+//     service's startInvoiceWorkflow, on the floor's own task queue); its first task starts its
+//     overdue timer, as the service's does for a finalized invoice, and tells the bench through a
+//     sink (no history event, no server call).
 import { proxyLocalActivities, proxySinks, sleep } from '@temporalio/workflow';
 
 const { startFloorInvoice } = proxyLocalActivities({ startToCloseTimeout: '1 minute' });
@@ -15,7 +17,7 @@ export async function floorSubscription(input) {
   await sleep('30 days');
 }
 
-export async function floorInvoice() {
+export async function invoiceWorkflow() {
   floor.invoiceStarted();
   await sleep('30 days');
 }
