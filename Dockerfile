@@ -50,5 +50,6 @@ EXPOSE 3000
 # As PID 1 a process gets no default signal handling and reaps no zombies; run with
 # `docker run --init` (docker-compose.yml sets `init: true`) so SIGTERM starts a graceful shutdown.
 # --max-semi-space-size=16: Node.js 24's young generation grows to 192 MiB; 48 MiB, as on Node.js 20,
-# keeps the API's memory where it was (docs/performance.md, "Node.js 24").
-CMD ["node", "--max-semi-space-size=16", "dist/src/server.js"]
+# keeps the API's memory where it was (docs/performance.md, "Node.js 24"). --max-old-space-size=256:
+# under single-event load an unbounded heap grew past 450 MiB (docs/performance.md, "The API's heap bound").
+CMD ["node", "--max-old-space-size=256", "--max-semi-space-size=16", "dist/src/server.js"]

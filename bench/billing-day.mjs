@@ -61,12 +61,13 @@
 // that reach the server (a step running longer than ~24 s) are actions too but leave no event: not
 // counted.
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { v7 as uuidv7 } from 'uuid';
 import { dropOrganizationUsage } from './lib/drop-usage.mjs';
+import { cpuTicks, rssMiB, stackProcesses } from './lib/stack-processes.mjs';
 
 /** Every event this run stores is created after this instant (its cleanup deletes by created_at). */
 const BENCH_STARTED = new Date();
@@ -854,51 +855,11 @@ function sampleProcesses() {
   const peaks = {};
   const ticksAtStart = new Map(); // pid -> ticks when first seen
   let cpuAtDone = null;
-  const procText = (pid, file) => {
-    try {
-      return readFileSync(`/proc/${pid}/${file}`, 'utf8');
-    } catch {
-      return null;
-    }
-  };
-  const rssOf = (pid) => Number(/VmRSS:\s+(\d+)/.exec(procText(pid, 'status') ?? '')?.[1] ?? 0) / 1024;
-  const ticksOf = (pid) => {
-    // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
-    const stat = procText(pid, 'stat');
-    const fields = stat?.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return fields ? Number(fields[11]) + Number(fields[12]) : null;
-  };
-  const cwdOf = (pid) => {
-    try {
-      return realpathSync(`/proc/${pid}/cwd`);
-    } catch {
-      return null;
-    }
-  };
-  const roleOf = (cmd) =>
-    cmd.includes('dist/src/worker.js')
-      ? 'worker'
-      : cmd.includes('dist/src/server.js')
-        ? 'api'
-        : cmd.includes(' server start-dev ')
-          ? 'temporal_dev_server'
-          : cmd.includes(' Launcher ') && cmd.includes('mongo-java-server') // scripts/lib.sh start_stand_in
-            ? 'stand_in'
-            : null;
-  const stackProcesses = () => {
-    const found = [];
-    for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-      const cmd = procText(pid, 'cmdline')?.replaceAll('\0', ' ');
-      const role = cmd ? roleOf(cmd) : null;
-      if (role && cwdOf(pid) === root) found.push({ pid, role });
-    }
-    return found;
-  };
   const sample = () => {
     const seen = { worker: 0, api: 0 };
-    for (const { pid, role } of stackProcesses()) {
-      if (role in seen) seen[role] = Math.max(seen[role], rssOf(pid));
-      if (!ticksAtStart.has(pid)) ticksAtStart.set(pid, { role, ticks: ticksOf(pid) ?? 0 });
+    for (const { pid, role } of stackProcesses(root)) {
+      if (role in seen) seen[role] = Math.max(seen[role], rssMiB(pid));
+      if (!ticksAtStart.has(pid)) ticksAtStart.set(pid, { role, ticks: cpuTicks(pid) ?? 0 });
     }
     seen.bench = process.memoryUsage().rss / 1024 / 1024;
     for (const [role, mib] of Object.entries(seen)) if (mib > 0) peaks[role] = Math.max(peaks[role] ?? 0, Math.round(mib));
@@ -914,7 +875,7 @@ function sampleProcesses() {
       const ticksPerSecond = 100; // USER_HZ, 100 on every Linux build that matters here
       cpuAtDone = {};
       for (const [pid, { role, ticks }] of ticksAtStart) {
-        const now = ticksOf(pid);
+        const now = cpuTicks(pid);
         if (now !== null) cpuAtDone[role] = (cpuAtDone[role] ?? 0) + ((now - ticks) * 1000) / ticksPerSecond;
       }
       const bench = process.cpuUsage(benchCpuAtStart);

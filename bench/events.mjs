@@ -7,7 +7,9 @@
 //      customer and subscription, unique transaction_ids, ordered: false), with the batch run's
 //      concurrency, for the same duration, directly against --mongodb-uri (the stack's server);
 //   4. GET /v1/customers/{id}/current_usage for a customer with --events events in the current
-//      period (batches seed them; --events 0 skips this part).
+//      period (batches seed them; --events 0 skips this part);
+//   5. the peak resident memory of one API process over all of it (goal < 512 MiB), when the stack
+//      is this checkout's `npm start`.
 // It prints the ratios single / batch (goal >= 0.7) and batch / raw ceiling (goal >= 0.8) in its
 // JSON output (stdout), one line per figure on stderr, and with --summary-json <file> writes the
 // rows {figure, value, unit, ceiling, ratio, goal} to that file.
@@ -20,10 +22,13 @@ import { MongoClient } from 'mongodb';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { v7 as uuidv7 } from 'uuid';
 import { dropOrganizationUsage } from './lib/drop-usage.mjs';
+import { rssMiB, stackProcesses } from './lib/stack-processes.mjs';
 
 /** Every event this run sends is created after this instant (its cleanup deletes by created_at). */
 const BENCH_STARTED = new Date();
@@ -47,7 +52,17 @@ const batchConnections = Math.max(4, Math.floor(connections / 4));
 const WARM_UP_S = 2;
 const SINGLE_OVER_BATCH_GOAL = 0.7;
 const BATCH_OVER_RAW_GOAL = 0.8;
+const MEMORY_GOAL_MIB = 512;
 const log = (line) => process.stderr.write(`[events] ${line}\n`);
+
+// The largest resident memory of one API process of this checkout's stack (`npm start`; its cluster's
+// workers each count alone), sampled every second for the whole run. 0 when the stack is elsewhere.
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+let apiPeakMiB = 0;
+const sampleApiMemory = () => {
+  for (const { pid, role } of stackProcesses(root)) if (role === 'api') apiPeakMiB = Math.max(apiPeakMiB, Math.round(rssMiB(pid)));
+};
+const memorySampler = setInterval(sampleApiMemory, 1000);
 
 async function call(method, path, body, key) {
   const res = await fetch(base + path, {
@@ -404,8 +419,21 @@ if (target > 0) {
 // test-clock year next on the same stand-in, whose 1 GiB heap is sized for a million events.
 const cleanup = values.keep ? null : await dropOrganizationUsage(client.db(), org.id, BENCH_STARTED);
 await client.close();
+clearInterval(memorySampler);
+sampleApiMemory();
+const apiPeak = apiPeakMiB > 0 ? apiPeakMiB : null;
+if (apiPeak !== null) {
+  summary.push({
+    figure: 'peak memory of an API process while it ingested',
+    value: apiPeak,
+    unit: 'MiB',
+    ceiling: null,
+    ratio: null,
+    goal: `< ${MEMORY_GOAL_MIB} MiB`,
+  });
+}
 
-console.log(JSON.stringify({ benchmarks: results, ratios, cleanup }, null, 2));
+console.log(JSON.stringify({ benchmarks: results, ratios, api_peak_rss_mib: apiPeak, cleanup }, null, 2));
 for (const row of summary) {
   const against = row.ratio === null ? '' : `  ratio ${row.ratio}${row.goal ? ` (goal ${row.goal})` : ''} of ${row.ceiling} ${row.unit}`;
   log(

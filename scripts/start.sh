@@ -139,8 +139,10 @@ MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}" MALLOC_TRIM_THRESHOLD_="${MALLOC_TRIM_
   node $WORKER_NODE_FLAGS dist/src/worker.js >"$DATA/logs/worker.log" 2>&1 &
 pids+=($!)
 log "API (log: .data/logs/api.log)"
-# The API's young generation as on Node.js 20 (48 MiB): its memory stays where it was (docs/performance.md, "Node.js 24").
-: "${API_NODE_FLAGS:=--max-semi-space-size=16}"
+# The API's young generation as on Node.js 20 (48 MiB), and a bounded old generation: without the
+# bound V8 let an API process under single-event load grow past 500 MiB of garbage it had not yet
+# collected (docs/performance.md, "The API's heap bound").
+: "${API_NODE_FLAGS:=--max-old-space-size=256 --max-semi-space-size=16}"
 # shellcheck disable=SC2086 # API_NODE_FLAGS holds several flags
 node $API_NODE_FLAGS dist/src/server.js >"$DATA/logs/api.log" 2>&1 &
 pids+=($!)
