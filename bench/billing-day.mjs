@@ -857,7 +857,7 @@ function sampleProcesses() {
   let cpuAtDone = null;
   const sample = () => {
     const seen = { worker: 0, api: 0 };
-    for (const { pid, role } of stackProcesses(root)) {
+    for (const { pid, role } of stackProcesses()) {
       if (role in seen) seen[role] = Math.max(seen[role], rssMiB(pid));
       if (!ticksAtStart.has(pid)) ticksAtStart.set(pid, { role, ticks: cpuTicks(pid) ?? 0 });
     }
@@ -962,14 +962,6 @@ async function stallDiagnosis(client, taskQueue, organizationId) {
   };
 }
 
-/**
- * Ends what the bench left in the stack for its own organization (nothing else is touched): its
- * subscriptions are marked terminated (so the reconciler leaves them; the version jump keeps a
- * late projection write from reviving them) and every running workflow of the organization
- * (subscriptions, invoices) is terminated. With `dropEvents` (not under --keep) its events and
- * daily usage go too: `npm run bench` runs the events bench and the test-clock year next, on the
- * same stand-in, whose 1 GiB heap holds a million events with room to work, not two.
- */
 /** Terminates these workflows, 32 at a time (one already closed is skipped). */
 function terminateAll(client, workflowIdsToEnd, reason) {
   return pool(workflowIdsToEnd, 32, (id) =>
@@ -980,6 +972,14 @@ function terminateAll(client, workflowIdsToEnd, reason) {
   );
 }
 
+/**
+ * Ends what the bench left in the stack for its own organization (nothing else is touched): its
+ * subscriptions are marked terminated (so the reconciler leaves them; the version jump keeps a
+ * late projection write from reviving them) and every running workflow of the organization
+ * (subscriptions, invoices) is terminated. With `dropEvents` (not under --keep) its events and
+ * daily usage go too: `npm run bench` runs the events bench and the test-clock year next, on the
+ * same stand-in, whose 1 GiB heap holds a million events with room to work, not two.
+ */
 async function cleanup(db, client, organizationId, { dropEvents = false } = {}) {
   const at = new Date();
   const marked = await db.models.Subscription.updateMany(

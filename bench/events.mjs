@@ -22,8 +22,6 @@ import { MongoClient } from 'mongodb';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { v7 as uuidv7 } from 'uuid';
@@ -57,12 +55,11 @@ const log = (line) => process.stderr.write(`[events] ${line}\n`);
 
 // The largest resident memory of one API process of this checkout's stack (`npm start`; its cluster's
 // workers each count alone), sampled every second for the whole run. 0 when the stack is elsewhere.
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 let apiPeakMiB = 0;
 const sampleApiMemory = () => {
-  for (const { pid, role } of stackProcesses(root)) if (role === 'api') apiPeakMiB = Math.max(apiPeakMiB, Math.round(rssMiB(pid)));
+  for (const { pid, role } of stackProcesses()) if (role === 'api') apiPeakMiB = Math.max(apiPeakMiB, Math.round(rssMiB(pid)));
 };
-const memorySampler = setInterval(sampleApiMemory, 1000);
+const memorySampler = setInterval(sampleApiMemory, 1000).unref();
 
 async function call(method, path, body, key) {
   const res = await fetch(base + path, {

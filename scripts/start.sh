@@ -140,7 +140,7 @@ MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}" MALLOC_TRIM_THRESHOLD_="${MALLOC_TRIM_
 pids+=($!)
 log "API (log: .data/logs/api.log)"
 # The API's young generation as on Node.js 20 (48 MiB), and a bounded old generation: without the
-# bound V8 let an API process under single-event load grow past 500 MiB of garbage it had not yet
+# bound V8 let an API process under single-event load grow past 450 MiB of garbage it had not yet
 # collected (docs/performance.md, "The API's heap bound").
 : "${API_NODE_FLAGS:=--max-old-space-size=256 --max-semi-space-size=16}"
 # shellcheck disable=SC2086 # API_NODE_FLAGS holds several flags

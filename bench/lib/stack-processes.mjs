@@ -2,6 +2,11 @@
 // command lines and working directory), their resident memory and their CPU ticks. Shared by the
 // benches that report the stack's memory and CPU (billing-day.mjs, events.mjs).
 import { readFileSync, readdirSync, realpathSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** This checkout (bench/lib/..): its stack's processes run from here. */
+const root = realpathSync(join(dirname(fileURLToPath(import.meta.url)), '..', '..'));
 
 function procText(pid, file) {
   try {
@@ -40,8 +45,8 @@ function roleOf(cmd) {
   return null;
 }
 
-/** The stack's processes started from the checkout at `root`: [{ pid, role }] (the API may be several). */
-export function stackProcesses(root) {
+/** The stack's processes started from this checkout: [{ pid, role }] (the API may be several). */
+export function stackProcesses() {
   const found = [];
   for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
     const cmd = procText(pid, 'cmdline')?.replaceAll('\0', ' ');
