@@ -40,6 +40,17 @@ export function deliveryIdFor(eventId: string, endpointId: string): string {
   return deterministicId(`webhook-delivery/${eventId}/${endpointId}`);
 }
 
+/** A copy of a resource without its undefined properties: what MongoDB stores and a retry reads back. */
+function withoutUndefined<T>(value: T): T {
+  if (Array.isArray(value)) return value.map(withoutUndefined) as T;
+  if (value === null || typeof value !== 'object') return value;
+  const prototype: unknown = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null) return value; // a Date, a Decimal128: kept as they are
+  const copy: Record<string, unknown> = {};
+  for (const [key, field] of Object.entries(value)) if (field !== undefined) copy[key] = withoutUndefined(field);
+  return copy as T;
+}
+
 /**
  * The one door for lifecycle events: records the event, then one delivery (record + workflow) per
  * active endpoint of the organization that subscribes to its type. Every step is idempotent:
@@ -65,19 +76,23 @@ export async function emitEvents(deps: EmitDeps, inputs: EmitEventInput[], known
   const organizationId = inputs[0]!.organizationId;
   if (inputs.some((input) => input.organizationId !== organizationId)) throw new Error('emitEvents: events of one organization only');
   const eventIds = inputs.map((input) => deterministicId(`event/${input.organizationId}/${input.idempotencyKey}`));
-  const docs = inputs.map((input, i) => ({
+  const now = new Date();
+  // Every field of the schema, as mongoose would write them (test/billing/driver-writes.test.ts):
+  // written through the driver, since an invoice's resource is a large document to cast and copy.
+  const docs: LifecycleEventDoc[] = inputs.map((input, i) => ({
     _id: eventIds[i]!,
     organization_id: input.organizationId,
     type: input.type,
-    object: input.object,
+    object: withoutUndefined(input.object),
     occurred_at: input.occurredAt,
+    created_at: now,
+    updated_at: now,
   }));
 
   let events: (LifecycleEventDoc | undefined)[];
   try {
-    const written = await LifecycleEvent.insertMany(docs, { ordered: false });
-    const byId = new Map(written.map((doc) => [doc._id, doc.toObject() as LifecycleEventDoc]));
-    events = eventIds.map((id) => byId.get(id));
+    await LifecycleEvent.collection.insertMany(docs as never[], { ordered: false });
+    events = docs;
   } catch (err) {
     if (!isDuplicateKeyError(err)) throw err;
     // A retry: keep what the first attempt wrote, so every delivery carries the same payload.

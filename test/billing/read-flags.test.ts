@@ -11,7 +11,7 @@ import { createInvoice, type InvoiceDeps } from '../../src/billing/invoices';
 import { takeDocumentNumber } from '../../src/billing/document-numbers';
 import { invoiceIdFor } from '../../src/ids';
 import { dec } from '../../src/domain/money';
-import { connectMonitored, createOrganization, createTestStack, type TestStack } from '../support/stack';
+import { connectMonitored, createCustomer, createOrganization, createTestStack, type TestStack } from '../support/stack';
 
 let stack: TestStack;
 /** The stack's database through a connection that reports its commands (connectMonitored). */
@@ -34,14 +34,7 @@ const plain = (v: unknown) => new Decimal(String(v ?? 0)).toFixed();
 async function newOrganization() {
   const prefix = `R${randomUUID().replaceAll('-', '').slice(0, 5).toUpperCase()}`;
   const org = await createOrganization(stack.app, { name: `Flags ${prefix}`, timezone: 'UTC', document_number_prefix: prefix });
-  const res = await stack.app.inject({
-    method: 'POST',
-    url: '/v1/customers',
-    headers: { authorization: `Bearer ${org.apiKey}` },
-    payload: { external_id: `cus_${randomUUID()}`, currency: 'USD' },
-  });
-  expect(res.statusCode).toBe(201);
-  return { org, customerId: res.json<{ id: string }>().id };
+  return { org, customerId: await createCustomer(stack.app, org) };
 }
 
 /** An add-on invoice of `amount`, finalized at creation (no grace period), with the commands it sent. */

@@ -100,3 +100,15 @@ export async function createOrganization(app: FastifyInstance, body: Record<stri
     headers: { authorization: `Bearer ${org.api_key.raw_key}` },
   };
 }
+
+/** A customer of `org` created through the API (so with the read flags the API sets), in USD; its id. */
+export async function createCustomer(app: FastifyInstance, org: Pick<TestOrganization, 'headers'>): Promise<string> {
+  const res = await app.inject({
+    method: 'POST',
+    url: '/v1/customers',
+    headers: org.headers,
+    payload: { external_id: `cus_${randomUUID()}`, currency: 'USD' },
+  });
+  if (res.statusCode !== 201) throw new Error(`customer creation failed: ${res.statusCode} ${res.body}`);
+  return res.json<{ id: string }>().id;
+}
