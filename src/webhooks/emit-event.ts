@@ -40,15 +40,18 @@ export function deliveryIdFor(eventId: string, endpointId: string): string {
   return deterministicId(`webhook-delivery/${eventId}/${endpointId}`);
 }
 
-/** A copy of a resource without its undefined properties: what MongoDB stores and a retry reads back. */
-function withoutUndefined<T>(value: T): T {
-  if (Array.isArray(value)) return value.map(withoutUndefined) as T;
+/**
+ * A copy of a resource as MongoDB stores it (and as mongoose's insertMany stored it): an undefined
+ * property or array item becomes null. A retry reads back the same, so every delivery of an event
+ * carries one payload.
+ */
+function asStored<T>(value: T): T {
+  if (value === undefined) return null as T;
+  if (Array.isArray(value)) return value.map(asStored) as T;
   if (value === null || typeof value !== 'object') return value;
   const prototype: unknown = Object.getPrototypeOf(value);
   if (prototype !== Object.prototype && prototype !== null) return value; // a Date, a Decimal128: kept as they are
-  const copy: Record<string, unknown> = {};
-  for (const [key, field] of Object.entries(value)) if (field !== undefined) copy[key] = withoutUndefined(field);
-  return copy as T;
+  return Object.fromEntries(Object.entries(value).map(([key, field]) => [key, asStored(field)])) as T;
 }
 
 /**
@@ -76,6 +79,9 @@ export async function emitEvents(deps: EmitDeps, inputs: EmitEventInput[], known
   const organizationId = inputs[0]!.organizationId;
   if (inputs.some((input) => input.organizationId !== organizationId)) throw new Error('emitEvents: events of one organization only');
   const eventIds = inputs.map((input) => deterministicId(`event/${input.organizationId}/${input.idempotencyKey}`));
+  // Written without mongoose's casting: a date must be one already.
+  const notADate = inputs.find((input) => !(input.occurredAt instanceof Date));
+  if (notADate) throw new Error(`emitEvents: occurredAt of ${notADate.idempotencyKey} is not a Date`);
   const now = new Date();
   // Every field of the schema, as mongoose would write them (test/billing/driver-writes.test.ts):
   // written through the driver, since an invoice's resource is a large document to cast and copy.
@@ -83,7 +89,7 @@ export async function emitEvents(deps: EmitDeps, inputs: EmitEventInput[], known
     _id: eventIds[i]!,
     organization_id: input.organizationId,
     type: input.type,
-    object: withoutUndefined(input.object),
+    object: asStored(input.object),
     occurred_at: input.occurredAt,
     created_at: now,
     updated_at: now,

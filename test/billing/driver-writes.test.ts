@@ -7,7 +7,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Model } from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createInvoice, type InvoiceDeps } from '../../src/billing/invoices';
+import { createInvoice, type InvoiceDeps, type NewInvoice } from '../../src/billing/invoices';
+import { toInvoiceResource } from '../../src/resources/invoice';
+import { toDecimal128 } from '../../src/db/decimal';
+import { emitEvent, type EmitDeps } from '../../src/webhooks/emit-event';
 import type { InvoiceDoc } from '../../src/db/models/invoice';
 import { dec } from '../../src/domain/money';
 import { createCustomer, createOrganization, createTestStack, type TestStack } from '../support/stack';
@@ -48,10 +51,10 @@ async function newCustomer(gracePeriodDays: number) {
   return { organizationId: org.id, customerId: await createCustomer(stack.app, org) };
 }
 
-async function bill(gracePeriodDays: number): Promise<{ invoice: InvoiceDoc; organizationId: string }> {
+async function bill(gracePeriodDays: number): Promise<{ invoice: InvoiceDoc; organizationId: string; again: () => Promise<InvoiceDoc> }> {
   const { organizationId, customerId } = await newCustomer(gracePeriodDays);
   const deps: InvoiceDeps = { models: stack.db.models, temporal: stack.temporal };
-  const invoice = await createInvoice(stack.db, deps, {
+  const input: NewInvoice = {
     organizationId,
     customerId,
     invoiceType: 'one_off',
@@ -63,8 +66,9 @@ async function bill(gracePeriodDays: number): Promise<{ invoice: InvoiceDoc; org
     ],
     finalizeAtCreation: true,
     at: AT,
-  });
-  return { invoice, organizationId };
+  };
+  const invoice = await createInvoice(stack.db, deps, input);
+  return { invoice, organizationId, again: () => createInvoice(stack.db, deps, input) };
 }
 
 const models = () => stack.db.models as unknown as Record<'Invoice' | 'Fee' | 'LifecycleEvent', Model<Record<string, unknown>>>;
@@ -74,7 +78,7 @@ describe('documents billing writes through the driver', () => {
     ['finalized at its creation (no grace period)', 0, 'finalized'],
     ['a draft (a grace period)', 3, 'draft'],
   ])('%s: the invoice, its fees and its events are what mongoose would write', async (_name, grace, status) => {
-    const { invoice, organizationId } = await bill(grace);
+    const { invoice, organizationId, again } = await bill(grace);
     expect(invoice.status).toBe(status);
 
     const [stored] = await expectAsMongooseWrites(models().Invoice, [invoice._id]);
@@ -82,7 +86,7 @@ describe('documents billing writes through the driver', () => {
     expect(stored).toEqual(invoice);
     expect(Object.keys(stored!).sort()).toEqual(Object.keys(stack.db.models.Invoice.schema.paths).sort());
 
-    const fees = await stack.db.models.Fee.find({ invoice_id: invoice._id }, { _id: 1 }).lean();
+    const fees = await stack.db.models.Fee.find({ invoice_id: invoice._id }).sort({ key: 1 }).lean();
     expect(fees).toHaveLength(2);
     await expectAsMongooseWrites(
       models().Fee,
@@ -103,10 +107,74 @@ describe('documents billing writes through the driver', () => {
     for (const raw of raws) {
       expect(raw.created_at).toBeInstanceOf(Date);
       expect(raw.updated_at).toEqual(raw.created_at);
-      // The resource as the API shows the invoice: no property left undefined (MongoDB keeps none).
       const object = raw.object as Record<string, unknown>;
       expect(object.id).toBe(invoice._id);
       expect(object.status).toBe(raw.type === 'invoice.created' ? 'draft' : 'finalized');
+      // The stored invoice's resource, as the API shows it (no property left undefined: MongoDB keeps none).
+      if (object.status === status) expect(object).toStrictEqual(JSON.parse(JSON.stringify(toInvoiceResource(invoice, fees))));
     }
+
+    // A retry finds what the first attempt wrote: the same invoice, nothing written twice.
+    expect(await again()).toEqual(stored);
+    expect(await stack.db.models.Invoice.countDocuments({ organization_id: organizationId })).toBe(1);
+    expect(await stack.db.models.Fee.countDocuments({ invoice_id: invoice._id })).toBe(2);
+    expect(await stack.db.models.LifecycleEvent.countDocuments({ organization_id: organizationId, type: /^invoice\./ })).toBe(
+      events.length,
+    );
+  });
+});
+
+describe('a lifecycle event written through the driver', () => {
+  it("stores its resource as mongoose's insertMany did: an undefined property or array item as null, every key kept", async () => {
+    const { organizationId } = await newCustomer(0);
+    const deps: EmitDeps = { models: stack.db.models, temporal: stack.temporal };
+    const object = () =>
+      JSON.parse('{"constructor": "c", "prototype": "p"}') as Record<string, unknown> &
+        Record<'a' | 'u' | 'nested' | 'at' | 'amount', unknown>;
+    const resource = Object.assign(object(), {
+      a: 1,
+      u: undefined,
+      nested: { v: undefined, w: [1, undefined, { x: undefined, y: null }], empty: {} },
+      at: AT,
+      amount: toDecimal128('12.5'),
+    });
+    const { eventId } = await emitEvent(deps, {
+      organizationId,
+      type: 'customer.created',
+      idempotencyKey: `test/${randomUUID()}`,
+      object: resource as never,
+      occurredAt: AT,
+    });
+    const byMongoose = `test-${randomUUID()}`;
+    await stack.db.models.LifecycleEvent.insertMany([
+      { _id: byMongoose, organization_id: organizationId, type: 'customer.created', object: resource, occurred_at: AT },
+    ]);
+    const [ours, theirs] = await Promise.all(
+      [eventId, byMongoose].map(async (id) => (await stack.db.models.LifecycleEvent.collection.findOne({ _id: id } as never))!),
+    );
+    expect(ours!.object).toStrictEqual(theirs!.object);
+    expect(ours!.object).toStrictEqual({
+      constructor: 'c',
+      prototype: 'p',
+      a: 1,
+      u: null,
+      nested: { v: null, w: [1, null, { x: null, y: null }], empty: {} },
+      at: AT,
+      amount: toDecimal128('12.5'),
+    });
+  });
+
+  it('refuses an occurredAt that is not a Date (nothing casts it any more)', async () => {
+    const { organizationId } = await newCustomer(0);
+    const deps: EmitDeps = { models: stack.db.models, temporal: stack.temporal };
+    await expect(
+      emitEvent(deps, {
+        organizationId,
+        type: 'customer.created',
+        idempotencyKey: `test/${randomUUID()}`,
+        object: {} as never,
+        occurredAt: AT.toISOString() as never,
+      }),
+    ).rejects.toThrow(/is not a Date/);
   });
 });
