@@ -200,7 +200,9 @@ export async function createInvoice(db: Db, deps: InvoiceDeps, input: NewInvoice
     });
   }
   // Written through the driver, as the fees are: the draft holds every field of the schema, with
-  // its defaults (test/billing/driver-writes.test.ts holds it to what mongoose would write).
+  // its defaults (test/billing/driver-writes.test.ts holds it to what mongoose would write). An
+  // undefined value is left out, as mongoose's create left it out (its insertMany, which lifecycle
+  // events went through, stored null: see emitEvents).
   let invoice: InvoiceDoc = doc;
   try {
     await Invoice.collection.insertOne(invoice as never, { ignoreUndefined: true });
