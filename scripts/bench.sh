@@ -8,7 +8,7 @@
 #      at 10,000 subscriptions with 1,000,000 stored events on the stack's worker, then measures its
 #      Temporal floor (3,000 boundaries of the same shape without database or billing) as the
 #      ceiling of its invoices a second, then runs at 1,000 on a worker of its own to count the
-#      database commands per boundary (about 30 minutes on 2 cores).
+#      database commands per boundary (30 to 50 minutes on 2 cores).
 #      bench/entitlements.mjs: p99 of GET /v1/subscriptions/{external_id}/entitlements with one
 #      client (goal < 5 ms) and with 8 connections, against GET /health, an authenticated GET and
 #      the raw driver findOne, all in the same run.
