@@ -87,7 +87,15 @@ export async function checkDunning(
 
   const [overdue, held] = await Promise.all([
     db.models.Invoice.find(
-      { customer_id: customerId, currency, status: 'finalized', payment_overdue: true, deleted_at: null },
+      // Tenant-scoped: the invoices' (organization_id, customer_id, status, currency) index answers it.
+      {
+        organization_id: customer.organization_id,
+        customer_id: customerId,
+        currency,
+        status: 'finalized',
+        payment_overdue: true,
+        deleted_at: null,
+      },
       { _id: 1, created_at: 1 },
     )
       .sort({ created_at: 1, _id: 1 })

@@ -119,6 +119,14 @@ const idArb = fc.oneof(
   { weight: 1, arbitrary: fc.integer({ min: 0, max: 40 }) },
 );
 
+/** `{$in: ids}` (now and then with a null or a regular expression, which the _id index does not look up). */
+const idsInArb = fc
+  .array(fc.oneof({ weight: 8, arbitrary: idArb }, { weight: 1, arbitrary: fc.constantFrom(null, /^doc-1/) }), {
+    minLength: 0,
+    maxLength: 4,
+  })
+  .map((ids): Document => ({ $in: ids }));
+
 /** Any conditions on any fields (an _id now and then): most use no index, or a part of one. */
 const anyQueryArb = fc
   .record(
@@ -129,7 +137,7 @@ const anyQueryArb = fc
       d: conditionArb,
       'n.x': conditionArb,
       t: conditionArb,
-      _id: fc.option(fc.oneof(idArb, rangeArb(idArb)), { nil: undefined, freq: 4 }),
+      _id: fc.option(fc.oneof(idArb, rangeArb(idArb), idsInArb), { nil: undefined, freq: 4 }),
     },
     { requiredKeys: [] },
   )
@@ -163,7 +171,16 @@ const indexShapedArb = fc.constantFrom(...INDEXES, ...UNIQUE_INDEXES).chain((ind
     });
 });
 
-const queryArb = fc.oneof({ weight: 1, arbitrary: anyQueryArb }, { weight: 3, arbitrary: indexShapedArb });
+/** Ids and a tenant's conditions (`{_id: {$in: ids}, organization_id, deleted_at: null}`): the _id index's candidates, filtered. */
+const idsAndMoreArb = fc
+  .record({ ids: idsInArb, more: fc.array(fc.tuple(fc.constantFrom(...FIELDS), conditionArb), { minLength: 1, maxLength: 2 }) })
+  .map(({ ids, more }): Document => ({ _id: ids, ...Object.fromEntries(more) }));
+
+const queryArb = fc.oneof(
+  { weight: 1, arbitrary: anyQueryArb },
+  { weight: 3, arbitrary: indexShapedArb },
+  { weight: 1, arbitrary: idsAndMoreArb },
+);
 
 // Sorts an index follows after its equality prefix (read in index order, stopping at skip + limit) and others.
 const SORTS: Document[] = [

@@ -80,14 +80,17 @@ async function stopChild(child: ChildProcess): Promise<void> {
 
 /**
  * The MongoDB stand-in on a free port: in memory, or in an H2 file (`storage`); `indexes: false`
- * answers every query by a scan (STAND_IN_INDEXES=off), to compare answers with the indexes'.
+ * answers every query by a scan (STAND_IN_INDEXES=off), to compare answers with the indexes'; `env`
+ * adds to its environment (MONGO_STAND_IN_SCAN_LOG, for one).
  */
-export async function startMongoStandIn(options: { storage?: string; indexes?: boolean } = {}): Promise<RunningServer> {
+export async function startMongoStandIn(
+  options: { storage?: string; indexes?: boolean; env?: Record<string, string> } = {},
+): Promise<RunningServer> {
   requireFile(paths.standInClasspathFile, 'MongoDB stand-in classpath');
   const port = await freePort();
   const classpath = `${readFileSync(paths.standInClasspathFile, 'utf8').trim()}:${paths.standInClasses}`;
   const args = ['-Xss4m', '-cp', classpath, 'Launcher', '127.0.0.1', String(port), options.storage ?? 'memory'];
-  const { child, log } = spawnServer('java', args, options.indexes === false ? { STAND_IN_INDEXES: 'off' } : {});
+  const { child, log } = spawnServer('java', args, { ...(options.indexes === false ? { STAND_IN_INDEXES: 'off' } : {}), ...options.env });
   await waitForPort(port, 60_000, 'MongoDB stand-in', child, log);
   return { address: `mongodb://127.0.0.1:${port}`, stop: () => stopChild(child) };
 }

@@ -3,7 +3,7 @@
 // exactly their keys. Here every index is considered: a unique index whose keys all have a plain
 // value in the query (the query may have more fields: {_id, organization_id} uses the _id index),
 // then the secondary index that bounds the most keys (SecondaryIndex.boundsFor) or the compound
-// unique index with the longest equality prefix (TupleUniqueIndex.equalityPrefix). The candidates are
+// unique index with the longest prefix (TupleUniqueIndex.prefixes: equality, then maybe $in). The candidates are
 // read in the collection's natural order, so that a query answers the same documents in the same
 // order with or without indexes; the collection then filters them with the whole query.
 
@@ -34,7 +34,7 @@ final class QueryPlanner {
         }
         Index<P> best = null;
         Document bestQuery = null;
-        List<Object> bestPrefix = null;
+        TupleUniqueIndex.Prefixes bestPrefixes = null;
         int bestScore = 0;
         for (Index<P> index : indexes) {
             if (index instanceof SecondaryIndex) {
@@ -42,7 +42,7 @@ final class QueryPlanner {
                 if (bounds != null && bounds.score() > bestScore) {
                     best = index;
                     bestQuery = query;
-                    bestPrefix = null;
+                    bestPrefixes = null;
                     bestScore = bounds.score();
                 }
             } else if (index.isUnique()) {
@@ -52,16 +52,16 @@ final class QueryPlanner {
                 if (projected != null && score > bestScore && index.canHandle(projected)) {
                     best = index;
                     bestQuery = projected;
-                    bestPrefix = null;
+                    bestPrefixes = null;
                     bestScore = score;
                 }
-                // Equality on its first keys only: a range of it, scored as a secondary index's prefix.
-                List<Object> prefix = index instanceof TupleUniqueIndex ? ((TupleUniqueIndex) index).equalityPrefix(query) : null;
-                if (prefix != null && 2 * prefix.size() > bestScore) {
+                // Equality (then maybe a $in) on its first keys only: ranges of it, scored as a secondary index's prefix.
+                TupleUniqueIndex.Prefixes prefixes = index instanceof TupleUniqueIndex ? ((TupleUniqueIndex) index).prefixes(query) : null;
+                if (prefixes != null && 2 * prefixes.length() > bestScore) {
                     best = index;
                     bestQuery = null;
-                    bestPrefix = prefix;
-                    bestScore = 2 * prefix.size();
+                    bestPrefixes = prefixes;
+                    bestScore = 2 * prefixes.length();
                 }
             }
         }
@@ -69,8 +69,8 @@ final class QueryPlanner {
             return null;
         }
         @SuppressWarnings("unchecked")
-        Iterable<P> found = bestPrefix != null
-            ? (Iterable<P>) ((TupleUniqueIndex) best).positionsWithPrefix(bestPrefix)
+        Iterable<P> found = bestPrefixes != null
+            ? (Iterable<P>) ((TupleUniqueIndex) best).positionsWithPrefixes(bestPrefixes)
             : best.getPositions(bestQuery);
         List<P> positions = new ArrayList<>();
         for (P position : found) {
@@ -172,9 +172,9 @@ final class QueryPlanner {
                 if (projected != null && index.canHandle(projected)) {
                     best = Math.max(best, 1000 + index.getKeys().size());
                 }
-                List<Object> prefix = index instanceof TupleUniqueIndex ? ((TupleUniqueIndex) index).equalityPrefix(query) : null;
-                if (prefix != null) {
-                    best = Math.max(best, 2 * prefix.size());
+                TupleUniqueIndex.Prefixes prefixes = index instanceof TupleUniqueIndex ? ((TupleUniqueIndex) index).prefixes(query) : null;
+                if (prefixes != null) {
+                    best = Math.max(best, 2 * prefixes.length());
                 }
             }
         }
@@ -193,16 +193,33 @@ final class QueryPlanner {
         return true;
     }
 
-    /** The query's conditions on the index's keys, when each is a plain value; null otherwise. */
+    /**
+     * The query's conditions on the index's keys, when each is a plain value, or for the _id index
+     * a $in of plain values (`{_id: {$in: [...]}, organization_id: ...}`: mongo-java-server's unique
+     * index looks each value up; an _id is never an array, so each document has one key); null
+     * otherwise.
+     */
     private static <P> Document projectOnKeys(Index<P> index, Document query) {
         Document projected = new Document();
         for (IndexKey key : index.getKeys()) {
             Object value = query.get(key.getKey());
-            if (!query.containsKey(key.getKey()) || !SecondaryIndex.isPlainValue(value)) {
+            boolean usable = SecondaryIndex.isPlainValue(value) || (isIdIndex(index) && isPlainIn(value));
+            if (!query.containsKey(key.getKey()) || !usable) {
                 return null;
             }
             projected.put(key.getKey(), value);
         }
         return projected;
+    }
+
+    private static <P> boolean isIdIndex(Index<P> index) {
+        return index.getKeys().size() == 1 && "_id".equals(index.getKeys().get(0).getKey());
+    }
+
+    /** `{$in: [plain values]}` (no null, array, document or regular expression among them). */
+    private static boolean isPlainIn(Object condition) {
+        return condition instanceof Document && ((Document) condition).size() == 1
+            && ((Document) condition).get("$in") instanceof java.util.Collection<?> values
+            && values.stream().allMatch(SecondaryIndex::isPlainValue);
     }
 }

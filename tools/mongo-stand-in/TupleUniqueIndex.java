@@ -99,45 +99,90 @@ final class TupleUniqueIndex extends AbstractUniqueIndex<Object> {
     }
 
     /**
-     * The plain equality values (normalized) a query gives the first keys of this compound index,
-     * when they are fewer than its keys (all of them is a point read: canHandle); null when none,
-     * or when the index is sparse (a document without a later key may be absent from it).
+     * The key prefixes a query reads of this compound index, shorter than its keys (all of them is
+     * a point read: canHandle): the plain equality values (normalized) it gives the first keys, then
+     * maybe a $in of plain values on the next key, one prefix per distinct value (`{invoice_id:
+     * {$in: ids}}` on (invoice_id, key)). Null when the first key has neither, or when the index is
+     * sparse (a document without a later key may be absent from it); no prefix at all for an empty
+     * $in, which matches nothing.
      */
-    List<Object> equalityPrefix(Document query) {
+    Prefixes prefixes(Document query) {
         if (isSparse() || keys().size() < 2) {
             return null;
         }
-        List<Object> prefix = new ArrayList<>();
+        List<Object> equal = new ArrayList<>();
+        List<Object> in = null;
         for (String key : keys()) {
-            Object equal = SecondaryIndex.equalityValue(query.get(key));
-            if (equal == null) {
+            Object value = SecondaryIndex.equalityValue(query.get(key));
+            if (value == null) {
+                in = plainInValues(query.get(key));
                 break;
             }
-            prefix.add(equal);
+            equal.add(value);
         }
-        return prefix.isEmpty() || prefix.size() == keys().size() ? null : prefix;
+        if (in != null && equal.size() + 1 < keys().size()) {
+            List<List<Object>> prefixes = new ArrayList<>();
+            for (Object value : in) {
+                List<Object> prefix = new ArrayList<>(equal);
+                prefix.add(value);
+                prefixes.add(prefix);
+            }
+            return new Prefixes(equal.size() + 1, prefixes);
+        }
+        return equal.isEmpty() || equal.size() == keys().size() ? null : new Prefixes(equal.size(), List.of(equal));
+    }
+
+    /** Key prefixes of one length (how many keys they bound, what the planner scores). */
+    record Prefixes(int length, List<List<Object>> values) {
+    }
+
+    /** The distinct values (normalized, sorted) of `{$in: [plain values]}`; null for any other condition. */
+    private static List<Object> plainInValues(Object condition) {
+        if (!(condition instanceof Document) || ((Document) condition).size() != 1
+            || !(((Document) condition).get("$in") instanceof Collection<?> values)) {
+            return null;
+        }
+        List<Object> distinct = new ArrayList<>();
+        for (Object value : values) {
+            Object normalized = SecondaryIndex.equalityValue(value);
+            if (normalized == null) {
+                return null;
+            }
+            distinct.add(normalized);
+        }
+        distinct.sort(SecondaryIndex::compareValues);
+        List<Object> out = new ArrayList<>();
+        for (Object value : distinct) {
+            if (out.isEmpty() || SecondaryIndex.compareValues(out.get(out.size() - 1), value) != 0) {
+                out.add(value);
+            }
+        }
+        return out;
     }
 
     /**
-     * The positions of the documents whose first keys equal `prefix` (equalityPrefix), read as a
-     * range of the map: a tuple that is a prefix sorts before every tuple extending it, and the
+     * The positions of the documents whose first keys equal one of `prefixes` (prefixes), each read
+     * as a range of the map: a tuple that is a prefix sorts before every tuple extending it, and the
      * tuples extending it follow one another. A fee's {invoice_id} on (invoice_id, key) was a scan
      * of every fee.
      */
-    Collection<Object> positionsWithPrefix(List<Object> prefix) {
+    Collection<Object> positionsWithPrefixes(Prefixes prefixes) {
         // A document with an array under a later key has one entry per element: listed once.
         Set<Object> positions = new LinkedHashSet<>();
-        Cursor<KeyValue, Object> cursor = map.cursor(new KeyValue(prefix));
-        while (cursor.hasNext()) {
-            KeyValue key = cursor.next();
-            for (int i = 0; i < prefix.size(); i++) {
-                if (key.size() <= i || SecondaryIndex.compareValues(key.get(i), prefix.get(i)) != 0) {
-                    return positions;
+        for (List<Object> prefix : prefixes.values()) {
+            Cursor<KeyValue, Object> cursor = map.cursor(new KeyValue(prefix));
+            reading:
+            while (cursor.hasNext()) {
+                KeyValue key = cursor.next();
+                for (int i = 0; i < prefix.size(); i++) {
+                    if (key.size() <= i || SecondaryIndex.compareValues(key.get(i), prefix.get(i)) != 0) {
+                        break reading;
+                    }
                 }
-            }
-            Object position = cursor.getValue();
-            if (position != null && !(position instanceof Missing)) {
-                positions.add(position);
+                Object position = cursor.getValue();
+                if (position != null && !(position instanceof Missing)) {
+                    positions.add(position);
+                }
             }
         }
         return positions;

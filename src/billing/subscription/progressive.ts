@@ -45,7 +45,7 @@ export async function checkThresholds(ctx: StepContext, state: SubscriptionState
   });
   if (lines) {
     const usage = sum(lines.fees.map((f) => f.amount_cents));
-    const earlierInvoices = await progressiveInvoices(ctx, state.subscriptionId, segmentFrom);
+    const earlierInvoices = await progressiveInvoices(ctx, state, segmentFrom);
     const billed = earlierInvoices.length > 0 ? fromDecimal128(earlierInvoices[earlierInvoices.length - 1]!.fees_amount_cents)! : ZERO;
     const thresholds = await ctx.db.models.UsageThreshold.find({ plan_id: state.plan.id }).lean();
     if (

@@ -333,9 +333,7 @@ export async function issue(
   // state from before checks were marked has no mark, and is looked up).
   const checked = state.progressive.enabled || state.progressive.checkedFrom !== null;
   const progressive =
-    lines.commitment && checked
-      ? await progressiveInvoices(ctx, state.subscriptionId, new Date(state.segmentFrom ?? state.currentPeriod!.from))
-      : [];
+    lines.commitment && checked ? await progressiveInvoices(ctx, state, new Date(state.segmentFrom ?? state.currentPeriod!.from)) : [];
   const input: NewInvoice = {
     organizationId: state.organizationId,
     customerId: state.customerId,
@@ -362,9 +360,15 @@ export async function issue(
   return ctx.dryRun ? ctx.dryRun.invoice(input) : createInvoice(ctx.db, ctx.deps, input);
 }
 
-export async function progressiveInvoices(ctx: StepContext, subscriptionId: string, segmentFrom: Date): Promise<InvoiceDoc[]> {
+/** The segment's progressive invoices, oldest first (tenant-scoped: the invoices index by organization, subscription, period). */
+export async function progressiveInvoices(
+  ctx: StepContext,
+  state: Pick<SubscriptionState, 'organizationId' | 'subscriptionId'>,
+  segmentFrom: Date,
+): Promise<InvoiceDoc[]> {
   return ctx.db.models.Invoice.find({
-    subscription_id: subscriptionId,
+    organization_id: state.organizationId,
+    subscription_id: state.subscriptionId,
     invoice_type: 'progressive_billing',
     period_started_at: segmentFrom,
     status: { $in: ['draft', 'finalized', 'paid'] },

@@ -1,0 +1,109 @@
+// The queries the stand-in answers by reading a whole collection because no index helps: with
+// MONGO_STAND_IN_SCAN_LOG=<n>, each collection and query shape is reported once, on stderr (the
+// stand-in's log) or appended to MONGO_STAND_IN_SCAN_LOG_FILE, when the collection holds at least
+// n documents. Off by default. A shape names the query's fields, operators and sort, never its
+// values. A query that reads a whole collection on purpose (no conditions) is reported as `{}`.
+
+import de.bwaldvogel.mongo.bson.Document;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+final class ScanLog {
+
+    /** The smallest collection whose scans are reported; negative when the log is off. */
+    static final long MIN_DOCUMENTS = parse(System.getenv("MONGO_STAND_IN_SCAN_LOG"));
+
+    /** Where reports go (MONGO_STAND_IN_SCAN_LOG_FILE, appended to): stderr, the stand-in's log, without it. */
+    private static final Path FILE = System.getenv("MONGO_STAND_IN_SCAN_LOG_FILE") == null ? null
+        : Path.of(System.getenv("MONGO_STAND_IN_SCAN_LOG_FILE"));
+
+    private static final Set<String> REPORTED = ConcurrentHashMap.newKeySet();
+
+    private ScanLog() {
+    }
+
+    static long parse(String value) {
+        if (value == null || value.isBlank()) {
+            return -1;
+        }
+        try {
+            return Long.parseLong(value.trim());
+        } catch (NumberFormatException e) {
+            System.err.println("[stand-in] MONGO_STAND_IN_SCAN_LOG must be a number of documents, not \"" + value + "\": scans are not reported");
+            return -1;
+        }
+    }
+
+    /** Whether a scan of a collection of this many documents is reported. */
+    static boolean reports(long documents) {
+        return MIN_DOCUMENTS >= 0 && documents >= MIN_DOCUMENTS;
+    }
+
+    /** Reports a scan of `documents` documents for this query (once per collection and shape). */
+    static void scanned(String collection, Document query, Document orderBy, long documents) {
+        String line = collection + " " + shape(query) + (orderBy == null || orderBy.isEmpty() ? "" : " sort " + sortShape(orderBy));
+        if (REPORTED.add(line)) {
+            String report = "[stand-in] scan of " + documents + " documents: " + line;
+            if (FILE == null) {
+                System.err.println(report);
+                return;
+            }
+            try {
+                Files.writeString(FILE, report + System.lineSeparator(), StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+            } catch (IOException e) {
+                System.err.println(report);
+            }
+        }
+    }
+
+    /** The fields and operators of a query ({a: eq, b: {$gte, $lt}, $or: [...]}), without values. */
+    static String shape(Object value) {
+        if (value instanceof Document) {
+            Document document = (Document) value;
+            List<String> parts = new ArrayList<>();
+            for (Map.Entry<String, Object> entry : document.entrySet()) {
+                String key = entry.getKey();
+                Object inner = entry.getValue();
+                if (key.startsWith("$")) {
+                    boolean logical = key.equals("$or") || key.equals("$and") || key.equals("$nor");
+                    parts.add(logical && inner instanceof List ? key + ": " + shapeList((List<?>) inner) : key);
+                } else if (inner instanceof Document && isOperatorDocument((Document) inner)) {
+                    parts.add(key + ": " + shape(inner));
+                } else {
+                    parts.add(key + ": eq");
+                }
+            }
+            return "{" + String.join(", ", parts) + "}";
+        }
+        return "eq";
+    }
+
+    /** A sort's fields and directions ({period_started_at: 1, _id: -1}). */
+    static String sortShape(Document orderBy) {
+        List<String> parts = new ArrayList<>();
+        for (Map.Entry<String, Object> entry : orderBy.entrySet()) {
+            parts.add(entry.getKey() + ": " + entry.getValue());
+        }
+        return "{" + String.join(", ", parts) + "}";
+    }
+
+    private static String shapeList(List<?> values) {
+        List<String> parts = new ArrayList<>();
+        for (Object value : values) {
+            parts.add(value instanceof Document ? shape(value) : "eq");
+        }
+        return "[" + String.join(", ", parts) + "]";
+    }
+
+    private static boolean isOperatorDocument(Document document) {
+        return !document.isEmpty() && document.keySet().iterator().next().startsWith("$");
+    }
+}
