@@ -84,7 +84,7 @@ const INDEXES: Document[] = [
 ];
 /**
  * Compound unique indexes (unique whatever c holds, since _id is): a query with equality on c alone
- * reads a range of this index (TupleUniqueIndex.equalityPrefix on the H2 backend).
+ * reads a range of this index (TupleUniqueIndex.prefixes on the H2 backend).
  */
 const UNIQUE_INDEXES: Document[] = [{ c: 1, _id: 1 }];
 
@@ -379,6 +379,8 @@ describe('a compound unique index (H2)', () => {
     });
     // An array under the second key: two entries of the index, one document in the answer.
     docs.push({ _id: 'f-array-key', inv: 'i9', key: ['k-a', 'k-b'], n: 0 });
+    // An empty array under the second key: no entry at all, so the index's ranges would miss it.
+    const unlisted = { _id: 'f-empty-key', inv: 'i1', key: [], n: 3 };
     const queries: Document[] = [
       { inv: 'i1' },
       { inv: { $eq: 'i2' } },
@@ -386,23 +388,40 @@ describe('a compound unique index (H2)', () => {
       { inv: 'i1', n: { $gte: 2 } },
       { inv: 'i9' },
       { inv: 'absent' },
+      // A $in on the first key: one range per distinct value (2 and 2.0 are one), none for an empty $in.
+      { inv: { $in: ['i1', 2, 'i9', 'i1'] } },
+      { inv: { $in: [2.0] } },
+      { inv: { $in: [] } },
+      { inv: { $in: ['i3', 'absent'] }, n: { $lt: 2 } },
     ];
-    const answers: unknown[][] = [];
-    for (const client of [indexedH2Client, scannedH2Client]) {
-      const collection = client.db(`unique_prefix_${process.pid}`).collection('fees');
+    const answerAll = async (client: MongoClient, db: string, withUnlisted: boolean) => {
+      const collection = client.db(db).collection('fees');
       await collection.createIndex({ inv: 1, key: 1 }, { unique: true });
       await collection.insertMany(docs.map((d) => ({ ...d })) as unknown as Document[]);
+      if (withUnlisted) await collection.insertOne({ ...unlisted } as unknown as Document);
       const answer: unknown[] = [];
       for (const query of queries) {
         answer.push((await collection.find(query).toArray()).map((d) => d._id));
         answer.push((await collection.find(query).sort({ key: 1 }).toArray()).map((d) => d._id));
       }
-      answers.push(answer);
-    }
+      return answer;
+    };
+    const db = `unique_prefix_${process.pid}`;
+    const answers = [await answerAll(indexedH2Client, db, false), await answerAll(scannedH2Client, db, false)];
     expect(answers[0]).toEqual(answers[1]);
     // Several documents under one first key, and the array's elements found through the index.
     expect((answers[0]![0] as string[]).length).toBe(30);
     expect((answers[0]![8] as string[]).length).toBe(16);
+    // i1 (15), 2 and 2.0 (30), i9 (15 as an array element, and f-array-key), i1 repeated adds none.
+    expect((answers[0]![12] as string[]).length).toBe(61);
+    expect(answers[0]![16]).toEqual([]);
+    // Once a document without an entry is added, the index reads no range: the answers stay a scan's.
+    const withUnlisted = [
+      await answerAll(indexedH2Client, `${db}_unlisted`, true),
+      await answerAll(scannedH2Client, `${db}_unlisted`, true),
+    ];
+    expect(withUnlisted[0]).toEqual(withUnlisted[1]);
+    expect(withUnlisted[0]![0] as string[]).toContain('f-empty-key');
   }, 60_000);
 });
 

@@ -87,9 +87,9 @@ describe.each(backends.map((backend, i) => ({ ...backend, i })))('the scan log (
 
     const lines = reportsOf(reports);
     expect(lines).toEqual([
-      '[stand-in] scan of 10 documents: docs {status: eq, n: {$lt}}',
-      '[stand-in] scan of 10 documents: docs {_id: {$in}, n: {$gte}}',
-      '[stand-in] scan of 10 documents: docs {$or: [{n: eq}, {n: {$gt}}]} sort {n: -1}',
+      '[stand-in] scan of 10 documents: scans.docs {status: eq, n: {$lt}}',
+      '[stand-in] scan of 10 documents: scans.docs {_id: {$in}, n: {$gte}}',
+      '[stand-in] scan of 10 documents: scans.docs {$or: [{n: eq}, {n: {$gt}}]} sort {n: -1}',
     ]);
     for (const value of ['doc-', 'org-', 'draft', 'final']) expect(lines.join('\n')).not.toContain(value);
   });
@@ -108,8 +108,8 @@ describe.each(backends.map((backend, i) => ({ ...backend, i })))('the scan log (
     if (storage) expect(added).toEqual([]);
     else
       expect(added).toEqual([
-        '[stand-in] scan of 12 documents: fees {invoice_id: {$in}, key: {$ne}}',
-        '[stand-in] scan of 12 documents: fees {invoice_id: {$in}}',
+        '[stand-in] scan of 12 documents: scans.fees {invoice_id: {$in}, key: {$ne}}',
+        '[stand-in] scan of 12 documents: scans.fees {invoice_id: {$in}}',
       ]);
   });
 });

@@ -130,8 +130,8 @@ public class IndexedH2Backend extends H2Backend {
             }
             List<Object> positions = QueryPlanner.candidates(getIndexes(), query, dataMap.getKeyType()::compare);
             if (positions == null) {
-                if (ScanLog.reports(count()) && getIndexes().stream().noneMatch(index -> index.canHandle(query))) {
-                    ScanLog.scanned(getCollectionName(), query, orderBy, count());
+                if (ScanLog.ENABLED && ScanLog.reports(count()) && getIndexes().stream().noneMatch(index -> index.canHandle(query))) {
+                    ScanLog.scanned(getFullName(), query, orderBy, count());
                 }
                 return super.queryDocuments(query, orderBy, numberToSkip, limit, batchSize, fieldSelector);
             }
@@ -161,8 +161,8 @@ public class IndexedH2Backend extends H2Backend {
                 positions = handlingIndexPositions(selector);
             }
             if (positions == null) {
-                if (ScanLog.reports(count())) {
-                    ScanLog.scanned(getCollectionName(), selector, null, count());
+                if (ScanLog.ENABLED && ScanLog.reports(count())) {
+                    ScanLog.scanned(getFullName(), selector, null, count());
                 }
                 positions = new ArrayList<>();
                 Cursor<Object, Document> cursor = dataMap.cursor(null);

@@ -42,9 +42,12 @@ final class ScanLog {
         }
     }
 
+    /** Whether the log is on (the callers read a collection's size only then). */
+    static final boolean ENABLED = MIN_DOCUMENTS >= 0;
+
     /** Whether a scan of a collection of this many documents is reported. */
     static boolean reports(long documents) {
-        return MIN_DOCUMENTS >= 0 && documents >= MIN_DOCUMENTS;
+        return ENABLED && documents >= MIN_DOCUMENTS;
     }
 
     /** Reports a scan of `documents` documents for this query (once per collection and shape). */

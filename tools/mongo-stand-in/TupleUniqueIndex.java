@@ -70,6 +70,21 @@ final class TupleUniqueIndex extends AbstractUniqueIndex<Object> {
         this.plainKeys = SecondaryIndex.plainKeys(keys());
     }
 
+    /**
+     * Whether a document without an entry here was added: an empty array under one of the keys
+     * gives it no key tuple (as in mongo-java-server's own unique indexes), so a range of prefixes
+     * would miss it, and prefixes() reads none. Until the index is built again (an H2 file reopened).
+     */
+    private volatile boolean holdsUnlisted;
+
+    @Override
+    public synchronized void add(Document document, Object position, MongoCollection<Object> collection) {
+        if (keys().size() >= 2 && !isSparse() && !holdsUnlisted && getKeyValues(document).isEmpty()) {
+            holdsUnlisted = true;
+        }
+        super.add(document, position, collection);
+    }
+
     /** As Index.getKeyValues, without its general path rules when they are not needed (SecondaryIndex.plainKeyValues). */
     @Override
     public Set<KeyValue> getKeyValues(Document document) {
@@ -103,11 +118,11 @@ final class TupleUniqueIndex extends AbstractUniqueIndex<Object> {
      * a point read: canHandle): the plain equality values (normalized) it gives the first keys, then
      * maybe a $in of plain values on the next key, one prefix per distinct value (`{invoice_id:
      * {$in: ids}}` on (invoice_id, key)). Null when the first key has neither, or when the index is
-     * sparse (a document without a later key may be absent from it); no prefix at all for an empty
-     * $in, which matches nothing.
+     * sparse (a document without a later key may be absent from it) or lacks a document
+     * (holdsUnlisted); no prefix at all for an empty $in, which matches nothing.
      */
     Prefixes prefixes(Document query) {
-        if (isSparse() || keys().size() < 2) {
+        if (isSparse() || keys().size() < 2 || holdsUnlisted) {
             return null;
         }
         List<Object> equal = new ArrayList<>();
