@@ -1,3 +1,4 @@
+import { paymentSettlements } from '../src/billing/settlements';
 import type { Db } from '../src/db';
 import type { PaymentDoc } from '../src/db/models/payment';
 import {
@@ -31,10 +32,7 @@ export interface PaymentStepResult {
 export function createPaymentActivities(deps: PaymentDeps & { db: Db }) {
   async function plain(payment: PaymentDoc): Promise<PaymentStepResult> {
     if (payment.status !== 'succeeded') return { payment: toPaymentResource(payment), settled: false };
-    const settlements = await deps.db.models.InvoiceSettlement.find(
-      { source_id: payment._id, settlement_type: 'payment' },
-      { invoice_id: 1 },
-    ).lean();
+    const settlements = await paymentSettlements(deps.db, payment._id);
     return { payment: toPaymentResource(payment), settled: true, settledInvoiceIds: settlements.map((s) => s.invoice_id) };
   }
   const result = (moved: MoveResult) => plain(moved.payment);

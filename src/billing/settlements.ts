@@ -2,7 +2,7 @@ import type Decimal from 'decimal.js';
 import type { Db } from '../db';
 import { isDuplicateKeyError } from '../db';
 import type { InvoiceDoc } from '../db/models/invoice';
-import type { SettlementType } from '../db/models/invoice-settlement';
+import type { InvoiceSettlementDoc, SettlementType } from '../db/models/invoice-settlement';
 import { fromDecimal128, toDecimal128 } from '../db/decimal';
 import { Dec } from '../domain/money';
 
@@ -34,6 +34,17 @@ export async function recordSettlement(
 export async function settledAmount(db: Db, invoiceId: string): Promise<Decimal> {
   const rows = await db.models.InvoiceSettlement.find({ invoice_id: invoiceId }, { amount_cents: 1 }).lean();
   return rows.reduce((acc, r) => acc.plus(fromDecimal128(r.amount_cents) ?? 0), new Dec(0));
+}
+
+/**
+ * What a payment settled: one row per invoice (a payment request's payment: several). Read at each
+ * step of the payment's workflow, by the (source_id, settlement_type) index.
+ */
+export function paymentSettlements(
+  db: Db,
+  paymentId: string,
+): Promise<Pick<InvoiceSettlementDoc, '_id' | 'invoice_id' | 'amount_cents'>[]> {
+  return db.models.InvoiceSettlement.find({ source_id: paymentId, settlement_type: 'payment' }, { invoice_id: 1, amount_cents: 1 }).lean();
 }
 
 /** The gross amount that settlements must cover: the total before credit notes and wallets. */

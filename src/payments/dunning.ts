@@ -66,6 +66,30 @@ export async function stopCampaign(temporal: TemporalClient, campaignId: string)
 }
 
 /**
+ * A customer's overdue finalized invoices in one currency, oldest first. Tenant-scoped: the
+ * invoices' (organization_id, customer_id, status, currency) index answers it.
+ */
+export function overdueInvoices(
+  db: Db,
+  customer: Pick<CustomerDoc, '_id' | 'organization_id'>,
+  currency: string,
+): Promise<Pick<InvoiceDoc, '_id' | 'created_at'>[]> {
+  return db.models.Invoice.find(
+    {
+      organization_id: customer.organization_id,
+      customer_id: customer._id,
+      currency,
+      status: 'finalized',
+      payment_overdue: true,
+      deleted_at: null,
+    },
+    { _id: 1, created_at: 1 },
+  )
+    .sort({ created_at: 1, _id: 1 })
+    .lean();
+}
+
+/**
  * The campaign's check for one customer and currency (check_dunning). Idempotent: the request's id
  * is derived from the campaign and the invoices it holds, so a retried check finds its request.
  */
@@ -86,20 +110,7 @@ export async function checkDunning(
   if (!threshold) return { campaignDeleted: false, paymentRequestId: null };
 
   const [overdue, held] = await Promise.all([
-    db.models.Invoice.find(
-      // Tenant-scoped: the invoices' (organization_id, customer_id, status, currency) index answers it.
-      {
-        organization_id: customer.organization_id,
-        customer_id: customerId,
-        currency,
-        status: 'finalized',
-        payment_overdue: true,
-        deleted_at: null,
-      },
-      { _id: 1, created_at: 1 },
-    )
-      .sort({ created_at: 1, _id: 1 })
-      .lean(),
+    overdueInvoices(db, customer, currency),
     db.models.PaymentRequest.find({ customer_id: customerId, status: 'pending' }, { invoice_ids: 1 }).lean(),
   ]);
   const heldIds = new Set(held.flatMap((r) => r.invoice_ids));

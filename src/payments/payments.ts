@@ -6,7 +6,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { Db } from '../db';
 import { fromDecimal128, toDecimal128 } from '../db/decimal';
 import type { PaymentDoc, PaymentStatus } from '../db/models/payment';
-import { recordSettlement } from '../billing/settlements';
+import { paymentSettlements, recordSettlement } from '../billing/settlements';
 import { Dec, dec, roundCents, sum } from '../domain/money';
 import { payments } from '../metrics/registry';
 import { toPaymentResource } from '../resources/payment';
@@ -211,7 +211,7 @@ async function afterStatus(deps: PaymentDeps, payment: PaymentDoc, at: Date): Pr
         // What was collected is divided over the request's open invoices in order, never more than
         // each leaves to pay; what this payment settled already (a retry) counts first.
         const request = await deps.db.models.PaymentRequest.findById(payment.payment_request_id, { invoice_ids: 1 }).lean();
-        const already = await deps.db.models.InvoiceSettlement.find({ source_id: payment._id, settlement_type: 'payment' }).lean();
+        const already = await paymentSettlements(deps.db, payment._id);
         let remaining = (fromDecimal128(payment.amount) ?? dec(0)).minus(sum(already.map((a) => fromDecimal128(a.amount_cents) ?? dec(0))));
         const done = new Set(already.map((a) => a.invoice_id));
         for (const { invoice, left } of await openInvoices(deps.db, request?.invoice_ids ?? [payment.invoice_id])) {
@@ -260,10 +260,7 @@ async function afterStatus(deps: PaymentDeps, payment: PaymentDoc, at: Date): Pr
       return;
     case 'refunded': {
       // Each invoice the payment settled (a request's payment: several).
-      const settled = await deps.db.models.InvoiceSettlement.find(
-        { source_id: payment._id, settlement_type: 'payment' },
-        { invoice_id: 1 },
-      ).lean();
+      const settled = await paymentSettlements(deps.db, payment._id);
       const ids = settled.length > 0 ? settled.map((s) => s.invoice_id) : [payment.invoice_id];
       await Invoice.updateMany({ _id: { $in: ids } }, { $set: { payment_status: 'refunded' } });
       await Fee.updateMany({ invoice_id: { $in: ids } }, { $set: { payment_status: 'refunded' } });

@@ -388,7 +388,7 @@ describe('a compound unique index (H2)', () => {
       { inv: 'i1', n: { $gte: 2 } },
       { inv: 'i9' },
       { inv: 'absent' },
-      // A $in on the first key: one range per distinct value (2 and 2.0 are one), none for an empty $in.
+      // A $in on the first key: one range per value (a repeated one finds nothing more), none for an empty $in.
       { inv: { $in: ['i1', 2, 'i9', 'i1'] } },
       { inv: { $in: [2.0] } },
       { inv: { $in: [] } },

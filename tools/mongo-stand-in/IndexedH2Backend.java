@@ -130,8 +130,8 @@ public class IndexedH2Backend extends H2Backend {
             }
             List<Object> positions = QueryPlanner.candidates(getIndexes(), query, dataMap.getKeyType()::compare);
             if (positions == null) {
-                if (ScanLog.ENABLED && ScanLog.reports(count()) && getIndexes().stream().noneMatch(index -> index.canHandle(query))) {
-                    ScanLog.scanned(getFullName(), query, orderBy, count());
+                if (ScanLog.ENABLED) {
+                    ScanLog.scanned(getFullName(), query, orderBy, count(), getIndexes());
                 }
                 return super.queryDocuments(query, orderBy, numberToSkip, limit, batchSize, fieldSelector);
             }
@@ -161,8 +161,9 @@ public class IndexedH2Backend extends H2Backend {
                 positions = handlingIndexPositions(selector);
             }
             if (positions == null) {
-                if (ScanLog.ENABLED && ScanLog.reports(count())) {
-                    ScanLog.scanned(getFullName(), selector, null, count());
+                if (ScanLog.ENABLED) {
+                    // No index handles the selector by itself (handlingIndexPositions): reported as a scan.
+                    ScanLog.scanned(getFullName(), selector, null, count(), List.of());
                 }
                 positions = new ArrayList<>();
                 Cursor<Object, Document> cursor = dataMap.cursor(null);

@@ -65,8 +65,8 @@ public class IndexedMemoryBackend extends MemoryBackend {
             }
             List<Integer> positions = QueryPlanner.candidates(getIndexes(), query, Comparator.naturalOrder());
             if (positions == null) {
-                if (ScanLog.ENABLED && ScanLog.reports(count()) && getIndexes().stream().noneMatch(index -> index.canHandle(query))) {
-                    ScanLog.scanned(getFullName(), query, orderBy, count());
+                if (ScanLog.ENABLED) {
+                    ScanLog.scanned(getFullName(), query, orderBy, count(), getIndexes());
                 }
                 return super.queryDocuments(query, orderBy, numberToSkip, limit, batchSize, fieldSelector);
             }

@@ -203,7 +203,7 @@ final class QueryPlanner {
         Document projected = new Document();
         for (IndexKey key : index.getKeys()) {
             Object value = query.get(key.getKey());
-            boolean usable = SecondaryIndex.isPlainValue(value) || (isIdIndex(index) && isPlainIn(value));
+            boolean usable = SecondaryIndex.isPlainValue(value) || (isIdIndex(index) && SecondaryIndex.plainInValues(value) != null);
             if (!query.containsKey(key.getKey()) || !usable) {
                 return null;
             }
@@ -214,12 +214,5 @@ final class QueryPlanner {
 
     private static <P> boolean isIdIndex(Index<P> index) {
         return index.getKeys().size() == 1 && "_id".equals(index.getKeys().get(0).getKey());
-    }
-
-    /** `{$in: [plain values]}` (no null, array, document or regular expression among them). */
-    private static boolean isPlainIn(Object condition) {
-        return condition instanceof Document && ((Document) condition).size() == 1
-            && ((Document) condition).get("$in") instanceof java.util.Collection<?> values
-            && values.stream().allMatch(SecondaryIndex::isPlainValue);
     }
 }

@@ -4,6 +4,7 @@
 // n documents. Off by default. A shape names the query's fields, operators and sort, never its
 // values. A query that reads a whole collection on purpose (no conditions) is reported as `{}`.
 
+import de.bwaldvogel.mongo.backend.Index;
 import de.bwaldvogel.mongo.bson.Document;
 
 import java.io.IOException;
@@ -42,16 +43,20 @@ final class ScanLog {
         }
     }
 
-    /** Whether the log is on (the callers read a collection's size only then). */
+    /** Whether the log is on (the callers read a collection's size and indexes only then). */
     static final boolean ENABLED = MIN_DOCUMENTS >= 0;
 
-    /** Whether a scan of a collection of this many documents is reported. */
-    static boolean reports(long documents) {
-        return ENABLED && documents >= MIN_DOCUMENTS;
-    }
-
-    /** Reports a scan of `documents` documents for this query (once per collection and shape). */
-    static void scanned(String collection, Document query, Document orderBy, long documents) {
+    /**
+     * Reports a scan of a collection (`database.collection`) of `documents` documents for this
+     * query, once per collection and shape, when the collection is large enough, is not one of
+     * mongo-java-server's own and none of `indexes` handles the query by itself (mongo-java-server's
+     * own query then reads that index instead).
+     */
+    static void scanned(String collection, Document query, Document orderBy, long documents, List<? extends Index<?>> indexes) {
+        // system.indexes and system.namespaces: mongo-java-server's own bookkeeping, not a client's query.
+        if (!ENABLED || documents < MIN_DOCUMENTS || collection.contains(".system.") || indexes.stream().anyMatch(index -> index.canHandle(query))) {
+            return;
+        }
         String line = collection + " " + shape(query) + (orderBy == null || orderBy.isEmpty() ? "" : " sort " + sortShape(orderBy));
         if (REPORTED.add(line)) {
             String report = "[stand-in] scan of " + documents + " documents: " + line;

@@ -297,16 +297,29 @@ public final class SecondaryIndex<P> extends Index<P> {
         return bounds.score() == 0 ? null : bounds;
     }
 
+    /**
+     * The normalized values of `{$in: [plain values]}`, in the query's order (empty for an empty
+     * list); null for any other condition, or when one of the values is not plain (isPlainValue).
+     */
+    static List<Object> plainInValues(Object condition) {
+        if (!(condition instanceof Document) || ((Document) condition).size() != 1
+            || !(((Document) condition).get("$in") instanceof Collection<?> listed)) {
+            return null;
+        }
+        List<Object> values = new ArrayList<>();
+        for (Object value : listed) {
+            if (!isPlainValue(value)) {
+                return null;
+            }
+            values.add(normalize(value));
+        }
+        return values;
+    }
+
     private void readRangeOrIn(Document operators, Bounds bounds) {
         if (operators.size() == 1 && operators.get("$in") instanceof Collection) {
-            List<Object> values = new ArrayList<>();
-            for (Object value : (Collection<?>) operators.get("$in")) {
-                if (!isPlainValue(value)) {
-                    return;
-                }
-                values.add(normalize(value));
-            }
-            if (!values.isEmpty()) {
+            List<Object> values = plainInValues(operators);
+            if (values != null && !values.isEmpty()) {
                 bounds.in = values;
             }
             return;

@@ -116,7 +116,7 @@ final class TupleUniqueIndex extends AbstractUniqueIndex<Object> {
     /**
      * The key prefixes a query reads of this compound index, shorter than its keys (all of them is
      * a point read: canHandle): the plain equality values (normalized) it gives the first keys, then
-     * maybe a $in of plain values on the next key, one prefix per distinct value (`{invoice_id:
+     * maybe a $in of plain values on the next key, one prefix per value (`{invoice_id:
      * {$in: ids}}` on (invoice_id, key)). Null when the first key has neither, or when the index is
      * sparse (a document without a later key may be absent from it) or lacks a document
      * (holdsUnlisted); no prefix at all for an empty $in, which matches nothing.
@@ -130,7 +130,7 @@ final class TupleUniqueIndex extends AbstractUniqueIndex<Object> {
         for (String key : keys()) {
             Object value = SecondaryIndex.equalityValue(query.get(key));
             if (value == null) {
-                in = plainInValues(query.get(key));
+                in = SecondaryIndex.plainInValues(query.get(key));
                 break;
             }
             equal.add(value);
@@ -149,30 +149,6 @@ final class TupleUniqueIndex extends AbstractUniqueIndex<Object> {
 
     /** Key prefixes of one length (how many keys they bound, what the planner scores). */
     record Prefixes(int length, List<List<Object>> values) {
-    }
-
-    /** The distinct values (normalized, sorted) of `{$in: [plain values]}`; null for any other condition. */
-    private static List<Object> plainInValues(Object condition) {
-        if (!(condition instanceof Document) || ((Document) condition).size() != 1
-            || !(((Document) condition).get("$in") instanceof Collection<?> values)) {
-            return null;
-        }
-        List<Object> distinct = new ArrayList<>();
-        for (Object value : values) {
-            Object normalized = SecondaryIndex.equalityValue(value);
-            if (normalized == null) {
-                return null;
-            }
-            distinct.add(normalized);
-        }
-        distinct.sort(SecondaryIndex::compareValues);
-        List<Object> out = new ArrayList<>();
-        for (Object value : distinct) {
-            if (out.isEmpty() || SecondaryIndex.compareValues(out.get(out.size() - 1), value) != 0) {
-                out.add(value);
-            }
-        }
-        return out;
     }
 
     /**

@@ -362,7 +362,7 @@ export async function issue(
 
 /** The segment's progressive invoices, oldest first (tenant-scoped: the invoices index by organization, subscription, period). */
 export async function progressiveInvoices(
-  ctx: StepContext,
+  ctx: Pick<StepContext, 'db'>,
   state: Pick<SubscriptionState, 'organizationId' | 'subscriptionId'>,
   segmentFrom: Date,
 ): Promise<InvoiceDoc[]> {

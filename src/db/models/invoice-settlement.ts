@@ -27,5 +27,5 @@ export const invoiceSettlementSchema = new Schema<InvoiceSettlementDoc>(
 
 // One settlement per (invoice, type, source): a retried activity cannot settle twice.
 invoiceSettlementSchema.index({ invoice_id: 1, settlement_type: 1, source_id: 1 }, { unique: true });
-// What a payment settled (a payment request's: several invoices), read at each of its steps.
+// What a payment settled (paymentSettlements in src/billing/settlements.ts), read at each of its steps.
 invoiceSettlementSchema.index({ source_id: 1, settlement_type: 1 });
