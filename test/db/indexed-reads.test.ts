@@ -2,7 +2,7 @@
 // a whole collection") are answered from an index: the stand-in (H2, as under npm start) runs with
 // its scan log on, and each read must find its documents and leave no report, while the same read
 // without its organization still scans.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Decimal128 } from 'mongodb';
@@ -11,20 +11,14 @@ import { paymentSettlements } from '../../src/billing/settlements';
 import { progressiveInvoices } from '../../src/billing/subscription/shared';
 import { connectDb, type Db } from '../../src/db';
 import { overdueInvoices } from '../../src/payments/dunning';
-import { startMongoStandIn, type RunningServer } from '../support/servers';
+import { scanLogReports, startMongoStandIn, type RunningServer } from '../support/servers';
 
 const dir = mkdtempSync(join(tmpdir(), 'indexed-reads-'));
 const reports = join(dir, 'scans.log');
 let server: RunningServer;
 let db: Db;
 
-const reported = (): string[] => {
-  try {
-    return readFileSync(reports, 'utf8').trim().split('\n').filter(Boolean);
-  } catch {
-    return [];
-  }
-};
+const reported = (): string[] => scanLogReports(reports);
 
 const PERIOD = new Date('2026-11-01T00:00:00Z');
 

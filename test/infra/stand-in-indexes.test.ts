@@ -176,10 +176,35 @@ const idsAndMoreArb = fc
   .record({ ids: idsInArb, more: fc.array(fc.tuple(fc.constantFrom(...FIELDS), conditionArb), { minLength: 1, maxLength: 2 }) })
   .map(({ ids, more }): Document => ({ _id: ids, ...Object.fromEntries(more) }));
 
+/**
+ * A $or (the customer by id or external_id: `{organization_id, deleted_at: null, $or: [{_id}, {external_id}]}`):
+ * branches an index serves, now and then one none does (no plan of its own: the query is read as a
+ * whole), an empty one, an _id or ids, a nested $or; the query's other conditions sometimes name a
+ * branch's field too (the planner then reads it as a whole).
+ */
+const orArb = fc
+  .record({
+    branches: fc.array(
+      fc.oneof(
+        { weight: 4, arbitrary: indexShapedArb },
+        { weight: 1, arbitrary: fc.oneof(idArb, idsInArb).map((id): Document => ({ _id: id })) },
+        { weight: 1, arbitrary: anyQueryArb },
+      ),
+      { minLength: 1, maxLength: 3 },
+    ),
+    outer: fc.array(fc.tuple(fc.constantFrom(...FIELDS), conditionArb), { maxLength: 2 }),
+    nested: fc.boolean(),
+  })
+  .map(({ branches, outer, nested }): Document => {
+    const or = nested && branches.length >= 2 ? [...branches.slice(0, -2), { $or: branches.slice(-2) }] : branches;
+    return { ...Object.fromEntries(outer), $or: or };
+  });
+
 const queryArb = fc.oneof(
   { weight: 1, arbitrary: anyQueryArb },
   { weight: 3, arbitrary: indexShapedArb },
   { weight: 1, arbitrary: idsAndMoreArb },
+  { weight: 1, arbitrary: orArb },
 );
 
 // Sorts an index follows after its equality prefix (read in index order, stopping at skip + limit) and others.

@@ -1,13 +1,15 @@
 // The stand-in's scan log (tools/mongo-stand-in/ScanLog.java, MONGO_STAND_IN_SCAN_LOG): a query
 // that no index helps is reported once per collection and shape, without its values, when the
 // collection holds at least the given number of documents; a query an index answers is not. Ids
-// with a tenant's conditions (`{_id: {$in: ids}, organization_id}`) are read from the _id index.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+// with a tenant's conditions (`{_id: {$in: ids}, organization_id}`) are read from the _id index. A
+// $or is read branch by branch when an index narrows each; a lookup of one document that reads all
+// of an organization's (no index narrows one branch of its $or) is reported.
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMongoStandIn, type RunningServer } from '../support/servers';
+import { scanLogReports, startMongoStandIn, type RunningServer } from '../support/servers';
 
 const dir = mkdtempSync(join(tmpdir(), 'stand-in-scans-'));
 const backends = [
@@ -35,13 +37,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const reportsOf = (file: string): string[] => {
-  try {
-    return readFileSync(file, 'utf8').trim().split('\n').filter(Boolean);
-  } catch {
-    return [];
-  }
-};
+const reportsOf = scanLogReports;
 
 describe.each(backends.map((backend, i) => ({ ...backend, i })))('the scan log ($name)', ({ i, reports, storage }) => {
   it('reports each unindexed query shape once, without values, and not the ones an index answers', async () => {
@@ -111,5 +107,44 @@ describe.each(backends.map((backend, i) => ({ ...backend, i })))('the scan log (
         '[stand-in] scan of 12 documents: scans.fees {invoice_id: {$in}, key: {$ne}}',
         '[stand-in] scan of 12 documents: scans.fees {invoice_id: {$in}}',
       ]);
+  });
+
+  it('reads a $or by its branches when an index narrows each, and reports a lookup of one document by its organization alone', async () => {
+    const customers = clients[i]!.db('scans').collection<{ _id: string; organization_id: string; external_id: string; name: string }>(
+      'customers',
+    );
+    await customers.createIndex({ organization_id: 1, external_id: 1 });
+    await customers.createIndex({ organization_id: 1, name: 1, _id: 1 }, { unique: true });
+    await customers.insertMany(
+      Array.from({ length: 10 }, (_, n) => ({
+        _id: `c-${n}`,
+        organization_id: `org-${n % 2}`,
+        external_id: `e-${n}`,
+        name: `name-${n % 3}`,
+      })),
+    );
+    const before = reportsOf(reports).length;
+    // By id or by external_id (the service's customer lookup): each branch from its own index.
+    expect(await customers.findOne({ organization_id: 'org-1', $or: [{ _id: 'e-3' }, { external_id: 'e-3' }] })).toMatchObject({
+      _id: 'c-3',
+    });
+    expect(await customers.findOne({ organization_id: 'org-1', $or: [{ _id: 'c-5' }, { external_id: 'c-5' }] })).toMatchObject({
+      _id: 'c-5',
+    });
+    expect(await customers.findOne({ organization_id: 'org-0', $or: [{ _id: 'c-5' }, { external_id: 'e-5' }] })).toBeNull();
+    expect(reportsOf(reports).slice(before)).toEqual([]);
+
+    // A branch no index narrows beyond the organization: the lookup reads all of it, and says so; a list (no limit of 1) does not.
+    expect(
+      await customers.findOne({ organization_id: 'org-0', $or: [{ _id: 'nope' }, { nickname: 'x' }, { external_id: 'e-4' }] }),
+    ).toMatchObject({
+      _id: 'c-4',
+    });
+    expect(
+      (await customers.find({ organization_id: 'org-0', $or: [{ _id: 'c-2' }, { nickname: 'x' }] }).toArray()).map((c) => c._id),
+    ).toEqual(['c-2']);
+    expect(reportsOf(reports).slice(before)).toEqual([
+      '[stand-in] lookup of one document by organization_id alone, among 10 documents: scans.customers {organization_id: eq, $or: [{_id: eq}, {nickname: eq}, {external_id: eq}]}',
+    ]);
   });
 });

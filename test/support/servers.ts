@@ -95,6 +95,15 @@ export async function startMongoStandIn(
   return { address: `mongodb://127.0.0.1:${port}`, stop: () => stopChild(child) };
 }
 
+/** The reports a stand-in's scan log appended to `file` (MONGO_STAND_IN_SCAN_LOG_FILE), one per line; none before the first. */
+export function scanLogReports(file: string): string[] {
+  try {
+    return readFileSync(file, 'utf8').trim().split('\n').filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
 /** A Temporal dev server (in-memory SQLite) with the project's search attributes registered. */
 export async function startTemporalDevServer(): Promise<RunningServer> {
   requireFile(paths.temporalCli, 'temporal CLI');

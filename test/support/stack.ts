@@ -6,13 +6,14 @@ import { buildApp } from '../../src/api/app';
 import { connectDb, type Db } from '../../src/db';
 import { connectTemporal, type TemporalClient } from '../../src/temporal/client';
 
-export function testDbUri(): string {
-  return `${inject('mongoUrl')}/test_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
+/** A new database's URI on the run's server, or on `mongoUrl` (a server of the test file's own). */
+export function testDbUri(mongoUrl: string = inject('mongoUrl')): string {
+  return `${mongoUrl}/test_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
 }
 
 /** A fresh database with every index. */
-export async function createTestDb(): Promise<Db> {
-  const db = await connectDb(testDbUri(), { maxPoolSize: 10 });
+export async function createTestDb(mongoUrl?: string): Promise<Db> {
+  const db = await connectDb(testDbUri(mongoUrl), { maxPoolSize: 10 });
   await db.ensureIndexes();
   return db;
 }
@@ -48,9 +49,11 @@ export async function createTestStack(
     /** PAYMENT_PROVIDER_BASE_URL_OVERRIDE (default true: the providers' local fakes need it). */
     allowProviderBaseUrl?: boolean;
     publicUrl?: string;
+    /** A MongoDB server of the test file's own (default: the run's). */
+    mongoUrl?: string;
   } = {},
 ): Promise<TestStack> {
-  const db = await createTestDb();
+  const db = await createTestDb(options.mongoUrl);
   const taskQueue = `test-${randomUUID()}`;
   const temporal = await connectTemporal({ address: inject('temporalAddress'), namespace: 'default', taskQueue });
   const app = await buildApp({

@@ -125,6 +125,9 @@ public class IndexedH2Backend extends H2Backend {
                 List<Object> ordered = QueryPlanner.orderedCandidates(getIndexes(), query, orderBy, numberToSkip + Math.abs(limit),
                     dataMap.getKeyType()::compare, position -> documentMatchesQuery(getDocument(position), query));
                 if (ordered != null) {
+                    if (ScanLog.ENABLED) {
+                        ScanLog.lookedUp(getFullName(), query, orderBy, limit, count(), getIndexes());
+                    }
                     return matchDocuments(query, ordered, orderBy, numberToSkip, limit, batchSize, fieldSelector);
                 }
             }
@@ -134,6 +137,9 @@ public class IndexedH2Backend extends H2Backend {
                     ScanLog.scanned(getFullName(), query, orderBy, count(), getIndexes());
                 }
                 return super.queryDocuments(query, orderBy, numberToSkip, limit, batchSize, fieldSelector);
+            }
+            if (ScanLog.ENABLED) {
+                ScanLog.lookedUp(getFullName(), query, orderBy, limit, count(), getIndexes());
             }
             if (isNaturalDescending(orderBy)) {
                 Collections.reverse(positions);

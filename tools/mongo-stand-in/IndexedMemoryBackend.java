@@ -60,6 +60,9 @@ public class IndexedMemoryBackend extends MemoryBackend {
                 List<Integer> ordered = QueryPlanner.orderedCandidates(getIndexes(), query, orderBy, numberToSkip + Math.abs(limit),
                     Comparator.<Integer>naturalOrder(), position -> documentMatchesQuery(getDocument(position), query));
                 if (ordered != null) {
+                    if (ScanLog.ENABLED) {
+                        ScanLog.lookedUp(getFullName(), query, orderBy, limit, count(), getIndexes());
+                    }
                     return matchDocuments(query, ordered, orderBy, numberToSkip, limit, batchSize, fieldSelector);
                 }
             }
@@ -69,6 +72,9 @@ public class IndexedMemoryBackend extends MemoryBackend {
                     ScanLog.scanned(getFullName(), query, orderBy, count(), getIndexes());
                 }
                 return super.queryDocuments(query, orderBy, numberToSkip, limit, batchSize, fieldSelector);
+            }
+            if (ScanLog.ENABLED) {
+                ScanLog.lookedUp(getFullName(), query, orderBy, limit, count(), getIndexes());
             }
             if (isNaturalDescending(orderBy)) {
                 Collections.reverse(positions);

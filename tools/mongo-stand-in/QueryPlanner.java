@@ -3,9 +3,13 @@
 // exactly their keys. Here every index is considered: a unique index whose keys all have a plain
 // value in the query (the query may have more fields: {_id, organization_id} uses the _id index),
 // then the secondary index that bounds the most keys (SecondaryIndex.boundsFor) or the compound
-// unique index with the longest prefix (TupleUniqueIndex.prefixes: equality, then maybe $in). The candidates are
-// read in the collection's natural order, so that a query answers the same documents in the same
-// order with or without indexes; the collection then filters them with the whole query.
+// unique index with the longest prefix (TupleUniqueIndex.prefixes: equality, then maybe $in). A
+// $or is read branch by branch, each with the query's other conditions, when an index narrows every
+// branch more than the other conditions alone (a customer by id or external_id:
+// {organization_id, deleted_at: null, $or: [{_id}, {external_id}]} reads the _id index and the
+// (organization_id, external_id, deleted_at) one, not all of the organization's customers). The
+// candidates are read in the collection's natural order, so that a query answers the same documents
+// in the same order with or without indexes; the collection then filters them with the whole query.
 
 import de.bwaldvogel.mongo.backend.Index;
 import de.bwaldvogel.mongo.backend.IndexKey;
@@ -15,8 +19,10 @@ import de.bwaldvogel.mongo.bson.Document;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.Iterator;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Predicate;
 
 final class QueryPlanner {
@@ -32,54 +38,113 @@ final class QueryPlanner {
         if (!ENABLED || query == null || query.isEmpty()) {
             return null;
         }
-        Index<P> best = null;
-        Document bestQuery = null;
-        TupleUniqueIndex.Prefixes bestPrefixes = null;
-        int bestScore = 0;
+        Plan<P> plan = plan(indexes, query, 0);
+        if (plan == null) {
+            return null;
+        }
+        // A document can match several branches of a $or: each is kept once.
+        Set<P> found = new LinkedHashSet<>();
+        plan.collect(found);
+        List<P> positions = new ArrayList<>(found);
+        positions.sort(naturalOrder);
+        return positions;
+    }
+
+    /** Branches of a $or planned one by one at most (a longer $or, or one nested deeper, is read as a whole). */
+    private static final int MAX_OR_BRANCHES = 100;
+    private static final int MAX_OR_DEPTH = 4;
+
+    /**
+     * How an index reads a query's candidates: an index with what it is given (the projected query of
+     * a unique index, the query of a secondary index, or a compound unique index's prefixes), or a
+     * $or's branches, each read by a plan of its own. `score`: how much the read is narrowed (for a
+     * $or, its least narrowed branch's).
+     */
+    private record Plan<P>(Index<P> index, Document query, TupleUniqueIndex.Prefixes prefixes, List<Plan<P>> branches, int score) {
+
+        @SuppressWarnings("unchecked")
+        void collect(Set<P> into) {
+            if (branches != null) {
+                branches.forEach(branch -> branch.collect(into));
+                return;
+            }
+            Iterable<P> found = prefixes != null ? (Iterable<P>) ((TupleUniqueIndex) index).positionsWithPrefixes(prefixes) : index.getPositions(query);
+            for (P position : found) {
+                if (position != null) {
+                    into.add(position);
+                }
+            }
+        }
+
+        /** The key a plan bounds when it bounds only one (the first key of its index), else null. */
+        String onlyKey() {
+            return branches == null && score <= 2 ? index.getKeys().get(0).getKey() : null;
+        }
+    }
+
+    /**
+     * The best plan for a query: the index that narrows it most, or, when the query has a $or whose
+     * every branch (with the query's other conditions) an index narrows more, the union of the
+     * branches' plans, as MongoDB reads a $or with an index per clause. Null when no index helps.
+     */
+    private static <P> Plan<P> plan(List<Index<P>> indexes, Document query, int depth) {
+        Plan<P> best = null;
         for (Index<P> index : indexes) {
             if (index instanceof SecondaryIndex) {
                 SecondaryIndex.Bounds bounds = ((SecondaryIndex<P>) index).boundsFor(query);
-                if (bounds != null && bounds.score() > bestScore) {
-                    best = index;
-                    bestQuery = query;
-                    bestPrefixes = null;
-                    bestScore = bounds.score();
+                if (bounds != null && (best == null || bounds.score() > best.score())) {
+                    best = new Plan<>(index, query, null, null, bounds.score());
                 }
             } else if (index.isUnique()) {
                 Document projected = projectOnKeys(index, query);
                 // A unique index on equality of all its keys: at most one candidate (or one per $in value).
                 int score = 1000 + index.getKeys().size();
-                if (projected != null && score > bestScore && index.canHandle(projected)) {
-                    best = index;
-                    bestQuery = projected;
-                    bestPrefixes = null;
-                    bestScore = score;
+                if (projected != null && (best == null || score > best.score()) && index.canHandle(projected)) {
+                    best = new Plan<>(index, projected, null, null, score);
                 }
                 // Equality (then maybe a $in) on its first keys only: ranges of it, scored as a secondary index's prefix.
                 TupleUniqueIndex.Prefixes prefixes = index instanceof TupleUniqueIndex ? ((TupleUniqueIndex) index).prefixes(query) : null;
-                if (prefixes != null && 2 * prefixes.length() > bestScore) {
-                    best = index;
-                    bestQuery = null;
-                    bestPrefixes = prefixes;
-                    bestScore = 2 * prefixes.length();
+                if (prefixes != null && (best == null || 2 * prefixes.length() > best.score())) {
+                    best = new Plan<>(index, null, prefixes, null, 2 * prefixes.length());
                 }
             }
         }
-        if (best == null) {
+        Plan<P> union = depth < MAX_OR_DEPTH ? orPlan(indexes, query, depth) : null;
+        return union != null && (best == null || union.score() > best.score()) ? union : best;
+    }
+
+    /** The plans of a $or's branches, each with the query's other conditions; null when one has none. */
+    private static <P> Plan<P> orPlan(List<Index<P>> indexes, Document query, int depth) {
+        if (!(query.get("$or") instanceof List<?> branches) || branches.isEmpty() || branches.size() > MAX_OR_BRANCHES) {
             return null;
         }
-        @SuppressWarnings("unchecked")
-        Iterable<P> found = bestPrefixes != null
-            ? (Iterable<P>) ((TupleUniqueIndex) best).positionsWithPrefixes(bestPrefixes)
-            : best.getPositions(bestQuery);
-        List<P> positions = new ArrayList<>();
-        for (P position : found) {
-            if (position != null) {
-                positions.add(position);
+        List<Plan<P>> plans = new ArrayList<>();
+        int score = Integer.MAX_VALUE;
+        for (Object branch : branches) {
+            if (!(branch instanceof Document)) {
+                return null;
             }
+            Document merged = new Document();
+            query.forEach((key, value) -> {
+                if (!"$or".equals(key)) {
+                    merged.put(key, value);
+                }
+            });
+            for (Map.Entry<String, Object> condition : ((Document) branch).entrySet()) {
+                // Both name the field: the branch would replace the outer condition, not add to it.
+                if (merged.containsKey(condition.getKey())) {
+                    return null;
+                }
+                merged.put(condition.getKey(), condition.getValue());
+            }
+            Plan<P> plan = plan(indexes, merged, depth + 1);
+            if (plan == null) {
+                return null;
+            }
+            plans.add(plan);
+            score = Math.min(score, plan.score());
         }
-        positions.sort(naturalOrder);
-        return positions;
+        return new Plan<>(null, null, null, plans, score);
     }
 
     /**
@@ -156,29 +221,22 @@ final class QueryPlanner {
         return positions;
     }
 
+    /**
+     * When the best plan for the query bounds one key only (an equality, a $in or a range on an
+     * index's first key) and the query has conditions on other fields too: that key's name (the read
+     * takes every document with that value and filters the rest). Null otherwise.
+     */
+    static <P> String onlyBoundKey(List<Index<P>> indexes, Document query) {
+        if (query == null || query.size() < 2) {
+            return null;
+        }
+        Plan<P> plan = plan(indexes, query, 0);
+        return plan == null ? null : plan.onlyKey();
+    }
+
     private static <P> int bestScore(List<Index<P>> indexes, Document query) {
-        int best = 0;
-        if (query == null || query.isEmpty()) {
-            return best;
-        }
-        for (Index<P> index : indexes) {
-            if (index instanceof SecondaryIndex) {
-                SecondaryIndex.Bounds bounds = ((SecondaryIndex<P>) index).boundsFor(query);
-                if (bounds != null) {
-                    best = Math.max(best, bounds.score());
-                }
-            } else if (index.isUnique()) {
-                Document projected = projectOnKeys(index, query);
-                if (projected != null && index.canHandle(projected)) {
-                    best = Math.max(best, 1000 + index.getKeys().size());
-                }
-                TupleUniqueIndex.Prefixes prefixes = index instanceof TupleUniqueIndex ? ((TupleUniqueIndex) index).prefixes(query) : null;
-                if (prefixes != null) {
-                    best = Math.max(best, 2 * prefixes.length());
-                }
-            }
-        }
-        return best;
+        Plan<P> plan = query == null || query.isEmpty() ? null : plan(indexes, query, 0);
+        return plan == null ? 0 : plan.score();
     }
 
     private static boolean sameValues(List<Object> a, List<Object> b) {

@@ -3,6 +3,8 @@
 // stand-in's log) or appended to MONGO_STAND_IN_SCAN_LOG_FILE, when the collection holds at least
 // n documents. Off by default. A shape names the query's fields, operators and sort, never its
 // values. A query that reads a whole collection on purpose (no conditions) is reported as `{}`.
+// Also reported: a lookup of one document (findOne) that reads every document with one value of a
+// key (all of an organization's customers, say) because no index narrows it further.
 
 import de.bwaldvogel.mongo.backend.Index;
 import de.bwaldvogel.mongo.bson.Document;
@@ -57,9 +59,31 @@ final class ScanLog {
         if (!ENABLED || documents < MIN_DOCUMENTS || collection.contains(".system.") || indexes.stream().anyMatch(index -> index.canHandle(query))) {
             return;
         }
+        report("scan", "scan of " + documents + " documents", collection, query, orderBy);
+    }
+
+    /**
+     * Reports a lookup of one document (a read with a limit of 1: findOne) that reads every document
+     * with one value of a key, because no index narrows it further (QueryPlanner.onlyBoundKey): a
+     * customer by id or external_id read among all of its organization's, before $or had a plan.
+     * Once per collection and shape, when the collection is large enough.
+     */
+    static void lookedUp(String collection, Document query, Document orderBy, int limit, long documents, List<? extends Index<?>> indexes) {
+        if (!ENABLED || Math.abs(limit) != 1 || documents < MIN_DOCUMENTS || collection.contains(".system.")) {
+            return;
+        }
+        @SuppressWarnings({"unchecked", "rawtypes"})
+        String key = QueryPlanner.onlyBoundKey((List) indexes, query);
+        if (key != null) {
+            report("lookup", "lookup of one document by " + key + " alone, among " + documents + " documents", collection, query, orderBy);
+        }
+    }
+
+    /** One report per kind, collection and query shape: `[stand-in] <what>: <collection> <shape>`. */
+    private static void report(String kind, String what, String collection, Document query, Document orderBy) {
         String line = collection + " " + shape(query) + (orderBy == null || orderBy.isEmpty() ? "" : " sort " + sortShape(orderBy));
-        if (REPORTED.add(line)) {
-            String report = "[stand-in] scan of " + documents + " documents: " + line;
+        if (REPORTED.add(kind + " " + line)) {
+            String report = "[stand-in] " + what + ": " + line;
             if (FILE == null) {
                 System.err.println(report);
                 return;
