@@ -1,6 +1,7 @@
 // The MongoDB stand-in's query curve (issue 17): every query shape the service sends to the events
-// collection, timed on one organization's events at 10k, 100k and 1M documents, in an H2 file (the
-// embedded default of npm start) with the indexes the service declares. Its own stand-in: no stack.
+// collection, and its lookup of a customer by id or external_id, timed on one organization's events
+// and customers at 10k, 100k and 1M documents each, in an H2 file (the embedded default of npm
+// start) with the indexes the service declares. Its own stand-in: no stack.
 //
 //   node bench/stand-in/queries.mjs [--sizes 10000,100000,1000000] [--repeat 30] [--indexes on|off] [--heap]
 //   (npm run bench runs it first, with the defaults; it needs no running stack)
@@ -95,7 +96,22 @@ function event(i) {
   };
 }
 
-/** The shapes the service sends (src/usage, src/billing/subscription, src/api/routes/events.ts). */
+/** Customer i of the organization (src/db/models/customer.ts: the fields its indexes name, and a few more). */
+function customer(i) {
+  return {
+    _id: `cid-${String(i).padStart(8, '0')}`,
+    organization_id: ORG,
+    external_id: `ext-${String(i).padStart(8, '0')}`,
+    name: `Customer ${i}`,
+    currency: 'USD',
+    timezone: null,
+    deleted_at: null,
+    created_at: new Date(START + i),
+    updated_at: new Date(START + i),
+  };
+}
+
+/** The shapes the service sends (src/usage, src/billing/subscription, src/api/routes/events.ts, customerLookup). */
 function shapes(size) {
   const k = Math.floor(size / 2);
   const c = `cus-${Math.floor(k / PER_CUSTOMER)}`;
@@ -103,6 +119,7 @@ function shapes(size) {
   const day = new Date(START + 10 * DAY);
   const nextDay = new Date(START + 11 * DAY);
   const month = [new Date(START), new Date(START + 31 * DAY)];
+  const lookup = (ref) => ({ organization_id: ORG, deleted_at: null, $or: [{ _id: ref }, { external_id: ref }] });
   return {
     'findOne {_id, organization_id}': (e) => e.findOne({ _id: `evt-${String(k).padStart(8, '0')}`, organization_id: ORG }),
     'findOne {organization_id, transaction_id} (dedupe)': (e) => e.findOne({ organization_id: ORG, transaction_id: `tx-${k}` }),
@@ -121,6 +138,11 @@ function shapes(size) {
           billable_metric_id: { $in: ['bm-m-calls'] },
         })
         .toArray(),
+    // Every route that names a customer (customerLookup in src/db/models/customer.ts): by external_id, then by id.
+    'a customer by external_id: {org, deleted_at: null, $or: [{_id}, {external_id}]}': (e, customers) =>
+      customers.findOne(lookup(`ext-${String(k).padStart(8, '0')}`)),
+    'a customer by id: {org, deleted_at: null, $or: [{_id}, {external_id}]}': (e, customers) =>
+      customers.findOne(lookup(`cid-${String(k).padStart(8, '0')}`)),
   };
 }
 
@@ -151,6 +173,11 @@ async function main() {
     await events.createIndex({ organization_id: 1, subscription_ids: 1, billable_metric_id: 1, timestamp: 1 });
     await events.createIndex({ organization_id: 1, external_customer_id: 1, code: 1, timestamp: 1 });
     await events.createIndex({ organization_id: 1, created_at: -1, _id: -1 });
+    // And those of src/db/models/customer.ts.
+    const customers = client.db('bench').collection('customers');
+    await customers.createIndex({ organization_id: 1, external_id: 1, deleted_at: 1 }, { unique: true });
+    await customers.createIndex({ organization_id: 1, deleted_at: 1, created_at: -1, _id: -1 });
+    await customers.createIndex({ test_clock_id: 1 });
     const results = {};
     const ceiling = {};
     let stored = 0;
@@ -159,13 +186,17 @@ async function main() {
       while (stored < size) {
         const batch = Array.from({ length: Math.min(10_000, size - stored) }, (_, j) => event(stored + j));
         await events.insertMany(batch, { ordered: false });
+        await customers.insertMany(
+          batch.map((_, j) => customer(stored + j)),
+          { ordered: false },
+        );
         stored += batch.length;
       }
-      process.stderr.write(`${size} events stored (${((Date.now() - t0) / 1000).toFixed(1)} s)\n`);
+      process.stderr.write(`${size} events and customers stored (${((Date.now() - t0) / 1000).toFixed(1)} s)\n`);
       ceiling[size] = await time(() => events.findOne({ _id: `evt-${String(Math.floor(size / 2)).padStart(8, '0')}` }));
       for (const [name, query] of Object.entries(shapes(size))) {
         results[name] ??= {};
-        results[name][size] = await time(() => query(events));
+        results[name][size] = await time(() => query(events, customers));
       }
     }
     const first = SIZES[0];

@@ -4,9 +4,9 @@
 // it; one organization gets one or more of everything the GETs read (through the API, the worker
 // finishing what it starts), then every GET of the OpenAPI document is called. Any query the
 // stand-in answers by reading a whole collection, and any lookup of one document that reads all of
-// an organization's (a customer by id or external_id, before the stand-in planned $or), from the
-// API or the worker, is reported and fails the test, so a new filter or lookup without its index
-// cannot land unnoticed.
+// an organization's (a customer by id or external_id, say, when a branch of its $or has no index),
+// from the API or the worker, is reported and fails the test, so a new filter or lookup without
+// its index cannot land unnoticed.
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -200,11 +200,31 @@ const orArb = fc
     return { ...Object.fromEntries(outer), $or: or };
   });
 
+/**
+ * The service's $or: an index's first key outside (b, of the index {b, c, d}), then ids and
+ * conditions on its next key (c), each branch narrowed by an index, so the planner reads the union.
+ */
+const tenantOrArb = fc
+  .record({
+    b: scalar,
+    branches: fc.array(
+      fc.oneof(
+        fc.oneof(idArb, idsInArb).map((id): Document => ({ _id: id })),
+        scalar.map((c): Document => ({ c })),
+        fc.array(scalar, { minLength: 1, maxLength: 3 }).map((vs): Document => ({ c: { $in: vs } })),
+        rangeArb(scalar).map((range): Document => ({ c: range })),
+      ),
+      { minLength: 2, maxLength: 4 },
+    ),
+  })
+  .map(({ b, branches }): Document => ({ b, $or: branches }));
+
 const queryArb = fc.oneof(
   { weight: 1, arbitrary: anyQueryArb },
   { weight: 3, arbitrary: indexShapedArb },
   { weight: 1, arbitrary: idsAndMoreArb },
   { weight: 1, arbitrary: orArb },
+  { weight: 1, arbitrary: tenantOrArb },
 );
 
 // Sorts an index follows after its equality prefix (read in index order, stopping at skip + limit) and others.
@@ -348,6 +368,40 @@ describe('the stand-in answers the same with and without its secondary indexes',
     const expected = Array.from({ length: 2000 }, (_, i) => i).filter((i) => i % 100 === 1 && 1 + (i % 30) >= 3 && 1 + (i % 30) < 30);
     expect(found.map((d) => d._id)).toEqual(expected.map((i) => `e-${i}`));
     await indexedClient.db('diff_one').dropDatabase();
+  });
+
+  it("answers a customer by id or external_id (a $or read branch by branch) with every branch's documents, in natural order", async () => {
+    for (const client of [indexedClient, indexedH2Client]) {
+      const collection = client
+        .db('diff_or')
+        .collection<{ _id: string; organization_id: string; external_id: string; deleted_at: Date | null; created_at: Date }>('customers');
+      await collection.createIndex({ organization_id: 1, external_id: 1, deleted_at: 1 }, { unique: true });
+      await collection.createIndex({ organization_id: 1, deleted_at: 1, created_at: -1, _id: -1 });
+      await collection.insertMany(
+        Array.from({ length: 600 }, (_, i) => ({
+          _id: `c-${String(i).padStart(3, '0')}`,
+          organization_id: `org-${i % 3}`,
+          external_id: `x-${i}`,
+          deleted_at: i % 7 === 0 ? new Date(Date.UTC(2030, 0, 1)) : null,
+          created_at: new Date(Date.UTC(2030, 0, 1, 0, 0, i)),
+        })),
+      );
+      // Branches out of natural order, one matching nothing, one a deleted customer, one another organization's.
+      const live = { organization_id: 'org-1', deleted_at: null };
+      const found = await collection
+        .find({
+          ...live,
+          $or: [{ external_id: 'x-502' }, { _id: 'c-004' }, { external_id: { $in: ['x-10', 'x-7', 'x-9'] } }, { _id: 'nope' }],
+        })
+        .toArray();
+      // org-1: i % 3 == 1; live: i % 7 != 0 (7 is deleted, 9 is org-0).
+      expect(found.map((d) => d._id)).toEqual(['c-004', 'c-010', 'c-502']);
+      expect(await collection.countDocuments({ ...live, $or: [{ _id: 'c-004' }, { external_id: 'x-4' }, { external_id: 'x-502' }] })).toBe(
+        2,
+      );
+      expect(await collection.findOne({ ...live, $or: [{ _id: 'x-502' }, { external_id: 'x-502' }] })).toMatchObject({ _id: 'c-502' });
+      await client.db('diff_or').dropDatabase();
+    }
   });
 });
 

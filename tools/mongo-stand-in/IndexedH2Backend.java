@@ -125,9 +125,6 @@ public class IndexedH2Backend extends H2Backend {
                 List<Object> ordered = QueryPlanner.orderedCandidates(getIndexes(), query, orderBy, numberToSkip + Math.abs(limit),
                     dataMap.getKeyType()::compare, position -> documentMatchesQuery(getDocument(position), query));
                 if (ordered != null) {
-                    if (ScanLog.ENABLED) {
-                        ScanLog.lookedUp(getFullName(), query, orderBy, limit, count(), getIndexes());
-                    }
                     return matchDocuments(query, ordered, orderBy, numberToSkip, limit, batchSize, fieldSelector);
                 }
             }

@@ -60,9 +60,6 @@ public class IndexedMemoryBackend extends MemoryBackend {
                 List<Integer> ordered = QueryPlanner.orderedCandidates(getIndexes(), query, orderBy, numberToSkip + Math.abs(limit),
                     Comparator.<Integer>naturalOrder(), position -> documentMatchesQuery(getDocument(position), query));
                 if (ordered != null) {
-                    if (ScanLog.ENABLED) {
-                        ScanLog.lookedUp(getFullName(), query, orderBy, limit, count(), getIndexes());
-                    }
                     return matchDocuments(query, ordered, orderBy, numberToSkip, limit, batchSize, fieldSelector);
                 }
             }

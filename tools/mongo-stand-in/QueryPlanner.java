@@ -19,7 +19,7 @@ import de.bwaldvogel.mongo.bson.Document;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.Iterator;
-import java.util.LinkedHashSet;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -43,16 +43,19 @@ final class QueryPlanner {
             return null;
         }
         // A document can match several branches of a $or: each is kept once.
-        Set<P> found = new LinkedHashSet<>();
+        Set<P> found = new HashSet<>();
         plan.collect(found);
         List<P> positions = new ArrayList<>(found);
         positions.sort(naturalOrder);
         return positions;
     }
 
-    /** Branches of a $or planned one by one at most (a longer $or, or one nested deeper, is read as a whole). */
+    /**
+     * Branches of a $or planned one by one at most, and how deep a $or in a branch is planned too
+     * (at most 100 x 100 branch plans): a longer $or, or one nested deeper, is read as a whole.
+     */
     private static final int MAX_OR_BRANCHES = 100;
-    private static final int MAX_OR_DEPTH = 4;
+    private static final int MAX_OR_DEPTH = 2;
 
     /**
      * How an index reads a query's candidates: an index with what it is given (the projected query of
@@ -118,20 +121,22 @@ final class QueryPlanner {
         if (!(query.get("$or") instanceof List<?> branches) || branches.isEmpty() || branches.size() > MAX_OR_BRANCHES) {
             return null;
         }
+        Document outer = new Document();
+        query.forEach((key, value) -> {
+            if (!"$or".equals(key)) {
+                outer.put(key, value);
+            }
+        });
         List<Plan<P>> plans = new ArrayList<>();
         int score = Integer.MAX_VALUE;
         for (Object branch : branches) {
             if (!(branch instanceof Document)) {
                 return null;
             }
-            Document merged = new Document();
-            query.forEach((key, value) -> {
-                if (!"$or".equals(key)) {
-                    merged.put(key, value);
-                }
-            });
+            Document merged = new Document(outer);
             for (Map.Entry<String, Object> condition : ((Document) branch).entrySet()) {
-                // Both name the field: the branch would replace the outer condition, not add to it.
+                // A field named both outside the $or and in the branch: the merged query would need
+                // two conditions on one key. The query is then read by its best single plan instead.
                 if (merged.containsKey(condition.getKey())) {
                     return null;
                 }

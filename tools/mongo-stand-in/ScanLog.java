@@ -63,17 +63,17 @@ final class ScanLog {
     }
 
     /**
-     * Reports a lookup of one document (a read with a limit of 1: findOne) that reads every document
-     * with one value of a key, because no index narrows it further (QueryPlanner.onlyBoundKey): a
-     * customer by id or external_id read among all of its organization's, before $or had a plan.
-     * Once per collection and shape, when the collection is large enough.
+     * Reports a lookup of one document (a read with a limit of 1: findOne) whose candidates are every
+     * document with one value of a key, because no index narrows it further (QueryPlanner.onlyBoundKey):
+     * say a customer by id or by a field no index has, read among all of its organization's. Once per
+     * collection and shape, when the collection is large enough. (A sorted read that follows an
+     * index's order stops at its first match: its callers do not report it.)
      */
-    static void lookedUp(String collection, Document query, Document orderBy, int limit, long documents, List<? extends Index<?>> indexes) {
+    static <P> void lookedUp(String collection, Document query, Document orderBy, int limit, long documents, List<Index<P>> indexes) {
         if (!ENABLED || Math.abs(limit) != 1 || documents < MIN_DOCUMENTS || collection.contains(".system.")) {
             return;
         }
-        @SuppressWarnings({"unchecked", "rawtypes"})
-        String key = QueryPlanner.onlyBoundKey((List) indexes, query);
+        String key = QueryPlanner.onlyBoundKey(indexes, query);
         if (key != null) {
             report("lookup", "lookup of one document by " + key + " alone, among " + documents + " documents", collection, query, orderBy);
         }
