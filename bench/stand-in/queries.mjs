@@ -111,6 +111,10 @@ function customer(i) {
   };
 }
 
+/** A list's total grows with the list (one index entry per event, no document read): no curve goal. */
+const LIST_TOTAL = "a list's total: countDocuments {org} (X-Total-Count)";
+const goalOf = (name) => (name === LIST_TOTAL ? 'grows with the list' : '<= 3');
+
 /** The shapes the service sends (src/usage, src/billing/subscription, src/api/routes/events.ts, customerLookup). */
 function shapes(size) {
   const k = Math.floor(size / 2);
@@ -143,6 +147,8 @@ function shapes(size) {
       customers.findOne(lookup(`ext-${String(k).padStart(8, '0')}`)),
     'a customer by id: {org, deleted_at: null, $or: [{_id}, {external_id}]}': (e, customers) =>
       customers.findOne(lookup(`cid-${String(k).padStart(8, '0')}`)),
+    // GET /v1/events' X-Total-Count: every event of the organization, counted from an index's entries.
+    [LIST_TOTAL]: (e) => e.countDocuments({ organization_id: ORG }),
   };
 }
 
@@ -205,7 +211,7 @@ async function main() {
       shape: name,
       ...Object.fromEntries(SIZES.map((s) => [`${s} (ms)`, bySize[s].toFixed(2)])),
       ratio: (bySize[last] / bySize[first]).toFixed(2),
-      goal: '<= 3',
+      goal: goalOf(name),
     }));
     rows.push({
       shape: 'ceiling: findOne {_id}',
@@ -223,7 +229,7 @@ async function main() {
         unit: 'ms',
         ceiling: Number(ceiling[last].toFixed(2)),
         ratio: Number((bySize[last] / bySize[first]).toFixed(2)),
-        goal: `<= 3 (${last} / ${first})`,
+        goal: goalOf(name) === '<= 3' ? `<= 3 (${last} / ${first})` : goalOf(name),
       }));
       writeFileSync(values['summary-json'], JSON.stringify(summary, null, 2) + '\n');
     }

@@ -370,7 +370,7 @@ describe('the stand-in answers the same with and without its secondary indexes',
     await indexedClient.db('diff_one').dropDatabase();
   });
 
-  it("answers a customer by id or external_id (a $or read branch by branch) with every branch's documents, in natural order", async () => {
+  it("answers a customer by id or external_id (a $or read branch by branch) with every branch's documents, in natural order, and counts a list", async () => {
     for (const client of [indexedClient, indexedH2Client]) {
       const collection = client
         .db('diff_or')
@@ -400,6 +400,13 @@ describe('the stand-in answers the same with and without its secondary indexes',
         2,
       );
       expect(await collection.findOne({ ...live, $or: [{ _id: 'x-502' }, { external_id: 'x-502' }] })).toMatchObject({ _id: 'c-502' });
+      // A list's total (X-Total-Count), counted from the (organization_id, deleted_at, ...) index's entries:
+      // org-1 is i % 3 == 1 (200), of which i % 21 == 7 are deleted (29).
+      expect(await collection.countDocuments({ organization_id: 'org-1' })).toBe(200);
+      expect(await collection.countDocuments(live)).toBe(171);
+      expect(await collection.countDocuments(live, { skip: 170 })).toBe(1);
+      expect(await collection.countDocuments(live, { skip: 2, limit: 5 })).toBe(5);
+      expect(await collection.countDocuments({ organization_id: 'org-1', deleted_at: { $eq: null } })).toBe(171);
       await client.db('diff_or').dropDatabase();
     }
   });

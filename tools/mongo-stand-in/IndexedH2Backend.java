@@ -113,6 +113,13 @@ public class IndexedH2Backend extends H2Backend {
             this.dataMap = dataMap;
         }
 
+        /** A count that an index's entries answer alone reads no document (QueryPlanner.coveredCount). */
+        @Override
+        public int count(Document query, int skip, int limit) {
+            long covered = QueryPlanner.coveredCount(getIndexes(), query);
+            return covered < 0 ? super.count(query, skip, limit) : QueryPlanner.skipAndLimit(covered, skip, limit);
+        }
+
         @Override
         protected QueryResult queryDocuments(Document query, Document orderBy, int numberToSkip, int limit, int batchSize,
                                              Document fieldSelector) {

@@ -153,6 +153,31 @@ final class QueryPlanner {
     }
 
     /**
+     * The number of documents matching a query, from the first secondary index whose entries answer
+     * it alone (SecondaryIndex.countEqual); -1 when none does and the documents must be read.
+     */
+    static <P> long coveredCount(List<Index<P>> indexes, Document query) {
+        if (!ENABLED || query == null || query.isEmpty()) {
+            return -1;
+        }
+        for (Index<P> index : indexes) {
+            if (index instanceof SecondaryIndex) {
+                long count = ((SecondaryIndex<P>) index).countEqual(query);
+                if (count >= 0) {
+                    return count;
+                }
+            }
+        }
+        return -1;
+    }
+
+    /** count(query, skip, limit) from a covered count, as mongo-java-server counts the documents it reads. */
+    static int skipAndLimit(long count, int skip, int limit) {
+        int left = (int) Math.max(0, count - Math.max(skip, 0));
+        return limit > 0 ? Math.min(limit, left) : left;
+    }
+
+    /**
      * For a sorted query with a limit: the candidates read in the order of an index that follows the
      * sort (the keys after its equality prefix are the sort's fields, all ascending or all
      * descending), until `needed` (skip + limit) of them match the query, and then every entry tied
