@@ -412,6 +412,27 @@ describe('the stand-in answers the same with and without its secondary indexes',
   });
 });
 
+describe('counts', () => {
+  it("answers a count pipeline of another shape than the driver's ($limit before $skip, two $skip) as mongo-java-server does", async () => {
+    const answers = [];
+    for (const client of [indexedClient, scannedClient, indexedH2Client, scannedH2Client]) {
+      const collection = client.db('diff_count').collection<{ _id: string; a: string }>('docs');
+      await collection.createIndex({ a: 1 });
+      await collection.insertMany(Array.from({ length: 6 }, (_, i) => ({ _id: `d-${i}`, a: i < 4 ? 'x' : 'y' })));
+      const count = async (...middle: Document[]) =>
+        (await collection.aggregate([{ $match: { a: 'x' } }, ...middle, { $group: { _id: 1, n: { $sum: 1 } } }]).toArray())[0]?.n as number;
+      answers.push([
+        await count({ $limit: 2 }, { $skip: 1 }),
+        await count({ $skip: 1 }, { $skip: 1 }),
+        await count({ $skip: 1 }, { $limit: 2 }),
+        await count(),
+      ]);
+      await client.db('diff_count').dropDatabase();
+    }
+    expect(answers).toEqual(Array.from({ length: 4 }, () => [1, 2, 2, 4]));
+  });
+});
+
 describe("pages by _id (H2: read in its data map's key order)", () => {
   it('answers an _id range sorted by _id with a limit as a scan does, all string _ids or not', async () => {
     let run = 0;

@@ -30,17 +30,19 @@ final class CountPipeline {
         if (match == null || group == null || !isCountGroup(group)) {
             return null;
         }
+        // The driver's shape only: at most one $skip, then at most one $limit (a $limit before a
+        // $skip, or two of either, is not count(query, skip, limit)).
         int skip = 0;
         int limit = 0;
-        for (Object middle : pipeline.subList(1, pipeline.size() - 1)) {
-            Document d = middle instanceof Document ? (Document) middle : null;
-            if (d != null && d.size() == 1 && d.get("$skip") instanceof Number) {
-                skip = ((Number) d.get("$skip")).intValue();
-            } else if (d != null && d.size() == 1 && d.get("$limit") instanceof Number) {
-                limit = ((Number) d.get("$limit")).intValue();
-            } else {
-                return null;
-            }
+        int next = 1;
+        if (next < pipeline.size() - 1 && numberStage(pipeline.get(next), "$skip") != null) {
+            skip = numberStage(pipeline.get(next++), "$skip").intValue();
+        }
+        if (next < pipeline.size() - 1 && numberStage(pipeline.get(next), "$limit") != null) {
+            limit = numberStage(pipeline.get(next++), "$limit").intValue();
+        }
+        if (next != pipeline.size() - 1) {
+            return null;
         }
         String collectionName = (String) query.get(command);
         MongoCollection<?> collection = collections.apply(collectionName);
@@ -52,6 +54,12 @@ final class CountPipeline {
         Document response = new Document("cursor", cursor);
         response.put("ok", 1.0);
         return response;
+    }
+
+    /** The number of a {$skip: n} or {$limit: n} stage, or null. */
+    private static Number numberStage(Object stage, String name) {
+        return stage instanceof Document && ((Document) stage).size() == 1 && ((Document) stage).get(name) instanceof Number
+            ? (Number) ((Document) stage).get(name) : null;
     }
 
     private static Document stage(Object stage, String name) {

@@ -26,6 +26,7 @@ import de.bwaldvogel.mongo.bson.MaxKey;
 import de.bwaldvogel.mongo.bson.MinKey;
 
 import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
@@ -567,10 +568,16 @@ public final class SecondaryIndex<P> extends Index<P> {
         }
     }
 
+    /**
+     * A tuple as the map's key. An instant is cut to the millisecond, a BSON date's precision: a
+     * date the server sets ($currentDate) has more until its document is read back from H2, and the
+     * entry added with it must be the one removed later (a stale entry would count twice).
+     */
     private static Object[] arrayOf(KeyValue tuple) {
         Object[] values = new Object[tuple.size()];
         for (int i = 0; i < values.length; i++) {
-            values[i] = tuple.get(i);
+            Object value = tuple.get(i);
+            values[i] = value instanceof Instant ? ((Instant) value).truncatedTo(ChronoUnit.MILLIS) : value;
         }
         return values;
     }
