@@ -269,6 +269,22 @@ public final class SecondaryIndex<P> extends Index<P> {
             && !BsonRegularExpression.isRegularExpression(value);
     }
 
+    /**
+     * Whether a condition is equality with null ({key: null} or {key: {$eq: null}}). Every document
+     * it matches has a null key in a secondary index (a null or missing field, an array holding
+     * null; Index.getKeyValues normalizes a missing value to null, and an empty array is indexed as
+     * null too), so the entries under null are a superset of its answer. A secondary index takes it
+     * as one more key of its equality prefix: {organization_id, deleted_at: null}, the live
+     * documents of an organization, then reads its page in (organization_id, deleted_at, created_at)
+     * order instead of all of the organization's documents.
+     */
+    static boolean isNullEquality(Object condition) {
+        if (condition instanceof Document && ((Document) condition).size() == 1 && ((Document) condition).containsKey("$eq")) {
+            condition = ((Document) condition).get("$eq");
+        }
+        return condition == null;
+    }
+
     /** The normalized value of an equality condition (a plain value, or {$eq: a plain value}); null for any other condition. */
     static Object equalityValue(Object condition) {
         if (condition instanceof Document && ((Document) condition).size() == 1 && ((Document) condition).containsKey("$eq")) {
@@ -288,6 +304,11 @@ public final class SecondaryIndex<P> extends Index<P> {
             Object equal = equalityValue(condition);
             if (equal != null) {
                 bounds.prefix.add(equal);
+                continue;
+            }
+            if (isNullEquality(condition)) {
+                // {key: null} matches a null or missing field, or an array holding null: each has a null key here.
+                bounds.prefix.add(null);
                 continue;
             }
             if (condition instanceof Document && !BsonRegularExpression.isRegularExpression(condition)) {
