@@ -61,9 +61,11 @@ final class QueryPlanner {
      * How an index reads a query's candidates: an index with what it is given (the projected query of
      * a unique index, the query of a secondary index, or a compound unique index's prefixes), or a
      * $or's branches, each read by a plan of its own. `score`: how much the read is narrowed (for a
-     * $or, its least narrowed branch's).
+     * $or, its least narrowed branch's). `narrowing`: how many of the keys it bounds have a value
+     * other than null ({deleted_at: null} bounds a key, but most documents share it).
      */
-    private record Plan<P>(Index<P> index, Document query, TupleUniqueIndex.Prefixes prefixes, List<Plan<P>> branches, int score) {
+    private record Plan<P>(Index<P> index, Document query, TupleUniqueIndex.Prefixes prefixes, List<Plan<P>> branches, int score,
+                           int narrowing) {
 
         @SuppressWarnings("unchecked")
         void collect(Set<P> into) {
@@ -79,9 +81,9 @@ final class QueryPlanner {
             }
         }
 
-        /** The key a plan bounds when it bounds only one (the first key of its index), else null. */
+        /** The key a plan bounds when it bounds only one by a value other than null (its index's first), else null. */
         String onlyKey() {
-            return branches == null && score <= 2 ? index.getKeys().get(0).getKey() : null;
+            return branches == null && narrowing <= 1 ? index.getKeys().get(0).getKey() : null;
         }
     }
 
@@ -96,19 +98,19 @@ final class QueryPlanner {
             if (index instanceof SecondaryIndex) {
                 SecondaryIndex.Bounds bounds = ((SecondaryIndex<P>) index).boundsFor(query);
                 if (bounds != null && (best == null || bounds.score() > best.score())) {
-                    best = new Plan<>(index, query, null, null, bounds.score());
+                    best = new Plan<>(index, query, null, null, bounds.score(), bounds.narrowing());
                 }
             } else if (index.isUnique()) {
                 Document projected = projectOnKeys(index, query);
                 // A unique index on equality of all its keys: at most one candidate (or one per $in value).
                 int score = 1000 + index.getKeys().size();
                 if (projected != null && (best == null || score > best.score()) && index.canHandle(projected)) {
-                    best = new Plan<>(index, projected, null, null, score);
+                    best = new Plan<>(index, projected, null, null, score, Integer.MAX_VALUE); // a point read
                 }
                 // Equality (then maybe a $in) on its first keys only: ranges of it, scored as a secondary index's prefix.
                 TupleUniqueIndex.Prefixes prefixes = index instanceof TupleUniqueIndex ? ((TupleUniqueIndex) index).prefixes(query) : null;
-                if (prefixes != null && (best == null || 2 * prefixes.length() > best.score())) {
-                    best = new Plan<>(index, null, prefixes, null, 2 * prefixes.length());
+                if (prefixes != null && (best == null || prefixes.score() > best.score())) {
+                    best = new Plan<>(index, null, prefixes, null, prefixes.score(), prefixes.narrowing());
                 }
             }
         }
@@ -129,6 +131,7 @@ final class QueryPlanner {
         });
         List<Plan<P>> plans = new ArrayList<>();
         int score = Integer.MAX_VALUE;
+        int narrowing = Integer.MAX_VALUE;
         for (Object branch : branches) {
             if (!(branch instanceof Document)) {
                 return null;
@@ -148,8 +151,9 @@ final class QueryPlanner {
             }
             plans.add(plan);
             score = Math.min(score, plan.score());
+            narrowing = Math.min(narrowing, plan.narrowing());
         }
-        return new Plan<>(null, null, null, plans, score);
+        return new Plan<>(null, null, null, plans, score, narrowing);
     }
 
     /**

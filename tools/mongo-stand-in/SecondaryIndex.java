@@ -249,8 +249,14 @@ public final class SecondaryIndex<P> extends Index<P> {
         Object high;
         boolean ranged;
 
+        /** Two per key of the prefix (one when it is null: most documents may share it), one for a $in or a range. */
         int score() {
-            return 2 * prefix.size() + (in != null || ranged ? 1 : 0);
+            return prefix.size() + narrowing();
+        }
+
+        /** The keys bounded by something other than null (QueryPlanner's lookup report). */
+        int narrowing() {
+            return (int) prefix.stream().filter(Objects::nonNull).count() + (in != null || ranged ? 1 : 0);
         }
     }
 

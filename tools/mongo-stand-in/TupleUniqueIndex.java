@@ -26,6 +26,7 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Objects;
 import java.util.Map.Entry;
 import java.util.Set;
 
@@ -115,7 +116,7 @@ final class TupleUniqueIndex extends AbstractUniqueIndex<Object> {
 
     /**
      * The key prefixes a query reads of this compound index, shorter than its keys (all of them is
-     * a point read: canHandle): the plain equality values (normalized) it gives the first keys, then
+     * a point read: canHandle): the plain equality values (normalized, or null for {key: null}) it gives the first keys, then
      * maybe a $in of plain values on the next key, one prefix per value (`{invoice_id:
      * {$in: ids}}` on (invoice_id, key)). Null when the first key has neither, or when the index is
      * sparse (a document without a later key may be absent from it) or lacks a document
@@ -129,6 +130,10 @@ final class TupleUniqueIndex extends AbstractUniqueIndex<Object> {
         List<Object> in = null;
         for (String key : keys()) {
             Object value = SecondaryIndex.equalityValue(query.get(key));
+            if (value == null && query.containsKey(key) && SecondaryIndex.isNullEquality(query.get(key))) {
+                equal.add(null); // a null or missing field, or an array holding null: all under a null key
+                continue;
+            }
             if (value == null) {
                 in = SecondaryIndex.plainInValues(query.get(key));
                 break;
@@ -144,11 +149,22 @@ final class TupleUniqueIndex extends AbstractUniqueIndex<Object> {
             }
             return new Prefixes(equal.size() + 1, prefixes);
         }
-        return equal.isEmpty() || equal.size() == keys().size() ? null : new Prefixes(equal.size(), List.of(equal));
+        // Every key by a plain value is a point read of the index (canHandle); with a null among them it is read as a range.
+        return equal.isEmpty() || equal.size() == keys().size() && !equal.contains(null) ? null : new Prefixes(equal.size(), List.of(equal));
     }
 
     /** Key prefixes of one length (how many keys they bound, what the planner scores). */
     record Prefixes(int length, List<List<Object>> values) {
+
+        /** The keys bounded by something other than null (QueryPlanner's lookup report). */
+        int narrowing() {
+            return values.isEmpty() ? length : (int) values.get(0).stream().filter(Objects::nonNull).count();
+        }
+
+        /** As a secondary index's bounds score: two per key, one when it is null. */
+        int score() {
+            return length + narrowing();
+        }
     }
 
     /**
