@@ -285,18 +285,21 @@ public final class SecondaryIndex<P> extends Index<P> {
      * order instead of all of the organization's documents.
      */
     static boolean isNullEquality(Object condition) {
+        return equalityOperand(condition) == null;
+    }
+
+    /** What an equality condition compares with: the value of {$eq: value}, else the condition itself. */
+    private static Object equalityOperand(Object condition) {
         if (condition instanceof Document && ((Document) condition).size() == 1 && ((Document) condition).containsKey("$eq")) {
-            condition = ((Document) condition).get("$eq");
+            return ((Document) condition).get("$eq");
         }
-        return condition == null;
+        return condition;
     }
 
     /** The normalized value of an equality condition (a plain value, or {$eq: a plain value}); null for any other condition. */
     static Object equalityValue(Object condition) {
-        if (condition instanceof Document && ((Document) condition).size() == 1 && ((Document) condition).containsKey("$eq")) {
-            condition = ((Document) condition).get("$eq");
-        }
-        return isPlainValue(condition) ? normalize(condition) : null;
+        Object value = equalityOperand(condition);
+        return isPlainValue(value) ? normalize(value) : null;
     }
 
     /** The bounds a query gives this index, or null when it can use none of its keys. */
@@ -421,26 +424,20 @@ public final class SecondaryIndex<P> extends Index<P> {
      * read every document: 17 s for a million.
      */
     synchronized long countEqual(Document query) {
-        List<String> keys = keys();
-        if (multikey || query.size() > keys.size()) {
+        Bounds bounds = multikey ? null : boundsFor(query);
+        // Every condition is equality on a key of the prefix (none left over, no $in or range after it).
+        if (bounds == null || bounds.in != null || bounds.ranged || bounds.prefix.size() != query.size()) {
             return -1;
         }
-        List<Object> prefix = new ArrayList<>();
-        for (String key : keys.subList(0, query.size())) {
-            if (key.indexOf('.') >= 0 || !query.containsKey(key)) {
+        for (int i = 0; i < bounds.prefix.size(); i++) {
+            Object value = bounds.prefix.get(i);
+            if (keys().get(i).indexOf('.') >= 0 || value != null && !isPlainScalar(value)) {
                 return -1;
             }
-            Object condition = query.get(key);
-            if (condition instanceof Document && ((Document) condition).size() == 1 && ((Document) condition).containsKey("$eq")) {
-                condition = ((Document) condition).get("$eq");
-            }
-            if (condition != null && !isPlainScalar(condition)) {
-                return -1;
-            }
-            prefix.add(condition);
         }
         long count = 0;
-        for (Object documents : entries.subMap(tuple(prefix, null, MinKey.getInstance()), true, tuple(prefix, null, MaxKey.getInstance()), true).values()) {
+        Object[] low = tuple(bounds.prefix, null, MinKey.getInstance());
+        for (Object documents : entries.subMap(low, true, tuple(bounds.prefix, null, MaxKey.getInstance()), true).values()) {
             count += documents instanceof Postings ? ((Postings<?>) documents).positions().size() : 1;
         }
         return count;
