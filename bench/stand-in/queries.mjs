@@ -36,6 +36,7 @@ const ORG = 'org-bench';
 /** Events per customer (50 per metric over the month): every answer has the same size at every size of the collection. */
 const PER_CUSTOMER = 150;
 const METRICS = ['m-calls', 'm-storage', 'm-seats'];
+const RARE = 'm-rare';
 const DAY = 86_400_000;
 const START = Date.UTC(2030, 0, 1);
 
@@ -78,7 +79,8 @@ async function startStandIn(file) {
 /** Event i: its customer (PER_CUSTOMER consecutive events each), metric, subscription and day (a month, spread evenly). */
 function event(i) {
   const customer = Math.floor(i / PER_CUSTOMER);
-  const metric = METRICS[i % METRICS.length];
+  // One event in 10,000 has a code of its own (a page of a rare code: GET /v1/events?code=).
+  const metric = i % 10_000 === 5 ? RARE : METRICS[i % METRICS.length];
   return {
     _id: `evt-${String(i).padStart(8, '0')}`,
     organization_id: ORG,
@@ -111,9 +113,17 @@ function customer(i) {
   };
 }
 
-/** A list's total grows with the list (one index entry per event, no document read): no curve goal. */
+/**
+ * A list's total grows with the list (one index entry per event, no document read), and so do a
+ * filtered list's (each entry of the organization's tested) and a page of a rare code (the events
+ * with that code grow with the list): no curve goal.
+ */
 const LIST_TOTAL = "a list's total: countDocuments {org} (X-Total-Count)";
-const goalOf = (name) => (name === LIST_TOTAL ? 'grows with the list' : '<= 3');
+const CODE_TOTAL = "a code's total: countDocuments {org, code} (GET /v1/events?code=)";
+const RANGE_TOTAL = "a day's total: countDocuments {org, timestamp range} (?from=&to=)";
+const RARE_PAGE = 'a page of a rare code: {org, code} newest first, limit 20';
+const GROWING = [LIST_TOTAL, CODE_TOTAL, RANGE_TOTAL, RARE_PAGE];
+const goalOf = (name) => (GROWING.includes(name) ? 'grows with the list' : '<= 3');
 
 /** The shapes the service sends (src/usage, src/billing/subscription, src/api/routes/events.ts, customerLookup). */
 function shapes(size) {
@@ -149,6 +159,13 @@ function shapes(size) {
       customers.findOne(lookup(`cid-${String(k).padStart(8, '0')}`)),
     // GET /v1/events' X-Total-Count: every event of the organization, counted from an index's entries.
     [LIST_TOTAL]: (e) => e.countDocuments({ organization_id: ORG }),
+    // GET /v1/events with a filter: its total tests each entry of the (org, external_customer_id, code, timestamp) index.
+    [CODE_TOTAL]: (e) => e.countDocuments({ organization_id: ORG, code: 'm-calls' }),
+    [RANGE_TOTAL]: (e) => e.countDocuments({ organization_id: ORG, timestamp: { $gte: day, $lt: nextDay } }),
+    // A page of a common code reads in created_at order (a few documents); a rare code's reads the documents of its entries.
+    'a page of a code: {org, code} newest first, limit 20': (e) =>
+      e.find({ organization_id: ORG, code: 'm-calls' }).sort({ created_at: -1, _id: -1 }).limit(20).toArray(),
+    [RARE_PAGE]: (e) => e.find({ organization_id: ORG, code: RARE }).sort({ created_at: -1, _id: -1 }).limit(20).toArray(),
   };
 }
 

@@ -413,6 +413,78 @@ describe('the stand-in answers the same with and without its secondary indexes',
 });
 
 describe('counts', () => {
+  it("counts and pages an organization's events by code or time from an index's entries (keys after its prefix), as a scan and by hand", async () => {
+    // GET /v1/events?code=...&from=...: the count tests code and timestamp on each entry of the
+    // (organization_id, external_customer_id, code, timestamp) index; a page of a rare code reads the
+    // documents whose entries pass, one of a common code reads in created_at order.
+    const start = Date.UTC(2030, 0, 1);
+    const events = Array.from({ length: 3000 }, (_, i) => {
+      const timestamp: unknown =
+        i % 500 === 10 ? 'not a date' : i % 500 === 12 ? null : i % 500 === 14 ? undefined : new Date(start + (i % 100) * 3_600_000);
+      return {
+        _id: `e-${String(i).padStart(4, '0')}`,
+        organization_id: `org-${i % 2}`,
+        external_customer_id: `cus-${i % 7}`,
+        code: i % 250 === 0 ? 'rare' : i % 600 === 2 ? { not: 'a string' } : 'common',
+        ...(timestamp === undefined ? {} : { timestamp }),
+        created_at: new Date(start + i * 1000),
+      };
+    });
+    const from = new Date(start + 10 * 3_600_000);
+    const to = new Date(start + 20 * 3_600_000);
+    const inRange = (e: (typeof events)[number]) => e.timestamp instanceof Date && e.timestamp >= from && e.timestamp < to;
+    const org0 = events.filter((e) => e.organization_id === 'org-0');
+    const queries: { query: Document; expected: number }[] = [
+      { query: { organization_id: 'org-0', code: 'rare' }, expected: org0.filter((e) => e.code === 'rare').length },
+      { query: { organization_id: 'org-0', code: 'common' }, expected: org0.filter((e) => e.code === 'common').length },
+      {
+        query: { organization_id: 'org-0', code: 'common', timestamp: { $gte: from, $lt: to } },
+        expected: org0.filter((e) => e.code === 'common' && inRange(e)).length,
+      },
+      { query: { organization_id: 'org-0', timestamp: { $gte: from, $lt: to } }, expected: org0.filter(inRange).length },
+      {
+        query: { organization_id: 'org-0', timestamp: { $gt: from } },
+        expected: org0.filter((e) => e.timestamp instanceof Date && e.timestamp > from).length,
+      },
+      // A string sorts before every date: a range of dates must still leave it out.
+      {
+        query: { organization_id: 'org-0', timestamp: { $lt: to } },
+        expected: org0.filter((e) => e.timestamp instanceof Date && e.timestamp < to).length,
+      },
+      { query: { organization_id: 'org-0', timestamp: null }, expected: org0.filter((e) => e.timestamp == null).length },
+      {
+        query: { organization_id: 'org-0', external_customer_id: 'cus-3', code: 'rare' },
+        expected: org0.filter((e) => e.external_customer_id === 'cus-3' && e.code === 'rare').length,
+      },
+      { query: { organization_id: 'org-1', code: 'rare' }, expected: 0 },
+    ];
+    const answers = [];
+    for (const client of [indexedClient, scannedClient, indexedH2Client, scannedH2Client]) {
+      const collection = client.db('diff_events').collection('events');
+      await collection.createIndex({ organization_id: 1, external_customer_id: 1, code: 1, timestamp: 1 });
+      await collection.createIndex({ organization_id: 1, created_at: -1, _id: -1 });
+      await collection.insertMany(events.map((e) => ({ ...e })) as unknown as Document[]);
+      const answer = [];
+      for (const { query } of queries) {
+        answer.push(await collection.countDocuments(query));
+        answer.push(await collection.countDocuments(query, { skip: 3, limit: 4 }));
+        answer.push((await collection.find(query).sort({ created_at: -1, _id: -1 }).skip(1).limit(3).toArray()).map((e) => e._id));
+      }
+      answers.push(answer);
+      await client.db('diff_events').dropDatabase();
+    }
+    expect(answers[1]).toEqual(answers[0]);
+    expect(answers[2], 'H2').toEqual(answers[0]);
+    expect(answers[3], 'H2 scanned').toEqual(answers[0]);
+    queries.forEach(({ query, expected }, i) => {
+      expect(answers[0]![i * 3], JSON.stringify(query)).toBe(expected);
+      expect(answers[0]![i * 3 + 1], JSON.stringify(query)).toBe(Math.min(4, Math.max(0, expected - 3)));
+    });
+    // org-0's rare events are i % 250 == 0 (i = 0, 250, ..., 2750): the page skips the newest.
+    expect(answers[0]![2]).toEqual(['e-2500', 'e-2250', 'e-2000']);
+    expect(answers[0]![5]).toEqual(['e-2996', 'e-2994', 'e-2992']);
+  }, 120_000);
+
   it("answers a count pipeline of another shape than the driver's ($limit before $skip, two $skip) as mongo-java-server does", async () => {
     const answers = [];
     for (const client of [indexedClient, scannedClient, indexedH2Client, scannedH2Client]) {

@@ -41,6 +41,7 @@ import java.util.NavigableMap;
 import java.util.Objects;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.function.Predicate;
 
 public final class SecondaryIndex<P> extends Index<P> {
 
@@ -415,32 +416,173 @@ public final class SecondaryIndex<P> extends Index<P> {
     }
 
     /**
-     * How many documents match a query that is equality on exactly a prefix of this index's keys,
-     * counted from the entries without reading a document; -1 when the entries cannot say. They can
-     * when every key of the prefix is a top-level field, no document has held an array under a key
-     * (one entry per document) and each value is a string, an instant, a boolean or null: a key then
-     * equals the value exactly when the document matches (a null key is a null or missing field,
-     * which {field: null} matches). A list's total (X-Total-Count: all of an organization's events)
-     * read every document: 17 s for a million.
+     * How a count reads this index's entries alone, without a document, or null when they cannot
+     * answer the query. They can when every condition of the query is on one of its keys, every key
+     * is a top-level field, no document has held an array under a key (one entry per document), and
+     * each condition is equality with a string, an instant, a boolean or null, or a range ($gt, $gte,
+     * $lt, $lte) of strings or of instants: an entry's key then says whether its document matches (a
+     * null key is a null or missing field, which {field: null} matches). The conditions need not be
+     * a prefix: the entries in the bounds of the ones that are (all of them when none is) are each
+     * tested against the others. A list's total read every document it counted: all of an
+     * organization's events, 17 s for a million; the same with a code (`GET /v1/events?code=`),
+     * whose key is third in (organization_id, external_customer_id, code, timestamp).
      */
-    synchronized long countEqual(Document query) {
-        Bounds bounds = multikey ? null : boundsFor(query);
-        // Every condition is equality on a key of the prefix (none left over, no $in or range after it).
-        if (bounds == null || bounds.in != null || bounds.ranged || bounds.prefix.size() != query.size()) {
-            return -1;
+    Covered covered(Document query) {
+        return keyTests(query, true);
+    }
+
+    /**
+     * The conditions of a query that this index's entries can test (see covered), when at least one
+     * of them is on a key after the prefix its bounds give: the entries then narrow the candidates
+     * beyond the bounds. Null otherwise.
+     */
+    Covered keyFilter(Document query) {
+        Covered filter = keyTests(query, false);
+        return filter != null && filter.tests.size() > filter.boundedKeys() ? filter : null;
+    }
+
+    /** The key tests of a query's conditions: of all of them (`all`; null when one cannot be tested), or of those that can be. */
+    private Covered keyTests(Document query, boolean all) {
+        if (multikey || plainKeys == null) {
+            return null;
         }
-        for (int i = 0; i < bounds.prefix.size(); i++) {
-            Object value = bounds.prefix.get(i);
-            if (keys().get(i).indexOf('.') >= 0 || value != null && !isPlainScalar(value)) {
-                return -1;
+        List<Predicate<Object>> tests = new ArrayList<>();
+        List<Integer> at = new ArrayList<>();
+        for (Map.Entry<String, Object> condition : query.entrySet()) {
+            int key = plainKeys.indexOf(condition.getKey());
+            Predicate<Object> test = key < 0 ? null : keyTest(condition.getValue());
+            if (test == null) {
+                if (all) {
+                    return null;
+                }
+                continue;
+            }
+            tests.add(test);
+            at.add(key);
+        }
+        return tests.isEmpty() ? null : new Covered(boundsFor(query), tests, at);
+    }
+
+    /** A count from the entries (see covered): the entries in the bounds whose keys pass every test. */
+    final class Covered {
+        private final Bounds bounds;
+        private final List<Predicate<Object>> tests;
+        private final List<Integer> at;
+
+        private Covered(Bounds bounds, List<Predicate<Object>> tests, List<Integer> at) {
+            this.bounds = bounds;
+            this.tests = tests;
+            this.at = at;
+        }
+
+        /** How many keys the bounds restrict (their prefix, then a range or a $in). */
+        int boundedKeys() {
+            return bounds == null ? 0 : bounds.prefix.size() + (bounds.ranged || bounds.in != null ? 1 : 0);
+        }
+
+        /** How many conditions the entries test. */
+        int tested() {
+            return tests.size();
+        }
+
+        /** How many documents the index holds: what the entries read are a part of. */
+        long indexed() {
+            return getCount();
+        }
+
+        /** How narrowly the entries read are bounded (0: every entry). */
+        int score() {
+            return bounds == null ? 0 : bounds.score();
+        }
+
+        long count() {
+            synchronized (SecondaryIndex.this) {
+                long count = 0;
+                for (Map.Entry<Object[], Object> entry : range().entrySet()) {
+                    if (passes(entry.getKey())) {
+                        Object documents = entry.getValue();
+                        count += documents instanceof Postings ? ((Postings<?>) documents).positions().size() : 1;
+                    }
+                }
+                return count;
             }
         }
-        long count = 0;
-        Object[] low = tuple(bounds.prefix, null, MinKey.getInstance());
-        for (Object documents : entries.subMap(low, true, tuple(bounds.prefix, null, MaxKey.getInstance()), true).values()) {
-            count += documents instanceof Postings ? ((Postings<?>) documents).positions().size() : 1;
+
+        /** The positions of the entries that pass, in no particular order; null when there are more than `cap`. */
+        List<P> positions(int cap) {
+            synchronized (SecondaryIndex.this) {
+                List<P> positions = new ArrayList<>();
+                for (Map.Entry<Object[], Object> entry : range().entrySet()) {
+                    if (passes(entry.getKey())) {
+                        positions.addAll(SecondaryIndex.<P>positionsOf(entry.getValue()));
+                        if (positions.size() > cap) {
+                            return null;
+                        }
+                    }
+                }
+                return positions;
+            }
         }
-        return count;
+
+        /** The entries within the bounds (all of them without bounds). */
+        private NavigableMap<Object[], Object> range() {
+            if (bounds == null) {
+                return entries;
+            }
+            Object lowNext = bounds.ranged ? (bounds.low == null ? MinKey.getInstance() : bounds.low) : null;
+            Object highNext = bounds.ranged ? (bounds.high == null ? MaxKey.getInstance() : bounds.high) : null;
+            Object[] low = tuple(bounds.prefix, lowNext, MinKey.getInstance());
+            Object[] high = tuple(bounds.prefix, highNext, MaxKey.getInstance());
+            // Bounds in different type brackets the wrong way round ({$gt: "a", $lt: 5}): no value is in both.
+            return ARRAYS.compare(low, high) > 0 ? Collections.emptyNavigableMap() : entries.subMap(low, true, high, true);
+        }
+
+        private boolean passes(Object[] key) {
+            for (int i = 0; i < tests.size(); i++) {
+                if (!tests.get(i).test(key[at.get(i)])) {
+                    return false;
+                }
+            }
+            return true;
+        }
+    }
+
+    /**
+     * What a condition asks of an entry's key, as mongo-java-server's matcher answers it for a
+     * document whose field holds that key; null when the key cannot say (any other condition or
+     * value). Equality: the same value (a null key for null). A range: a value of the operand's own
+     * type (the matcher compares only values of the same class) on the right side of each bound.
+     */
+    private static Predicate<Object> keyTest(Object condition) {
+        if (isNullEquality(condition)) {
+            return key -> key == null;
+        }
+        Object equal = equalityOperand(condition);
+        if (isPlainScalar(equal)) {
+            return equal::equals;
+        }
+        if (!(condition instanceof Document) || ((Document) condition).isEmpty()) {
+            return null;
+        }
+        Predicate<Object> test = key -> true;
+        for (Map.Entry<String, Object> operator : ((Document) condition).entrySet()) {
+            Object operand = operator.getValue();
+            if (!(operand instanceof String || operand instanceof Instant)) {
+                return null;
+            }
+            Predicate<Object> bound = switch (operator.getKey()) {
+                case "$gt" -> key -> compareValues(key, operand) > 0;
+                case "$gte" -> key -> compareValues(key, operand) >= 0;
+                case "$lt" -> key -> compareValues(key, operand) < 0;
+                case "$lte" -> key -> compareValues(key, operand) <= 0;
+                default -> null;
+            };
+            if (bound == null) {
+                return null;
+            }
+            test = test.and(key -> key != null && key.getClass() == operand.getClass()).and(bound);
+        }
+        return test;
     }
 
     /**
