@@ -159,22 +159,23 @@ final class QueryPlanner {
     /**
      * The number of documents matching a query, from the entries of the secondary index that answers
      * it alone (SecondaryIndex.covered) and bounds the entries it reads most narrowly; -1 when none
-     * does and the documents must be read.
+     * does, or when another plan reads fewer (a unique index's point read: {_id, organization_id}),
+     * and the documents must be read.
      */
     static <P> long coveredCount(List<Index<P>> indexes, Document query) {
         if (!ENABLED || query == null || query.isEmpty()) {
             return -1;
         }
-        SecondaryIndex<P>.Covered best = null;
+        SecondaryIndex<P>.KeyTests best = null;
         for (Index<P> index : indexes) {
             if (index instanceof SecondaryIndex) {
-                SecondaryIndex<P>.Covered covered = ((SecondaryIndex<P>) index).covered(query);
+                SecondaryIndex<P>.KeyTests covered = ((SecondaryIndex<P>) index).covered(query);
                 if (covered != null && (best == null || covered.score() > best.score())) {
                     best = covered;
                 }
             }
         }
-        return best == null ? -1 : best.count();
+        return best == null || best.score() < bestScore(indexes, query) ? -1 : best.count();
     }
 
     /** count(query, skip, limit) from a covered count, as mongo-java-server counts the documents it reads. */
@@ -231,7 +232,7 @@ final class QueryPlanner {
         if (entries == null || bestBounds.score() < bestScore(indexes, query)) {
             return null;
         }
-        List<P> filtered = keyFiltered(indexes, query, needed);
+        List<P> filtered = keyFiltered(indexes, query, needed, best.boundedFields(bestBounds));
         if (filtered != null) {
             filtered.sort(naturalOrder);
             return filtered;
@@ -269,18 +270,20 @@ final class QueryPlanner {
      * which reads every document when few match (`GET /v1/events?code=` with a rare code: all of
      * the organization's events). "Few" is at most the square root of needed times the documents
      * indexed (and at least 1,000), where the two reads cost about the same when the matches are
-     * spread evenly. Null when no index filters, or more pass (the entries are read until then).
+     * spread evenly. Only an index whose entries answer a condition on a field that the sorted
+     * read's bounds (`sortedBounds`) do not restrict is tried. Null when no index filters, or more
+     * pass (the entries are read until then).
      */
-    private static <P> List<P> keyFiltered(List<Index<P>> indexes, Document query, int needed) {
+    private static <P> List<P> keyFiltered(List<Index<P>> indexes, Document query, int needed, List<String> sortedBounds) {
         if (query == null || query.isEmpty()) {
             return null;
         }
-        SecondaryIndex<P>.Covered best = null;
+        SecondaryIndex<P>.KeyTests best = null;
         for (Index<P> index : indexes) {
             if (index instanceof SecondaryIndex) {
-                SecondaryIndex<P>.Covered filter = ((SecondaryIndex<P>) index).keyFilter(query);
-                if (filter != null && (best == null || filter.tested() > best.tested()
-                    || filter.tested() == best.tested() && filter.score() > best.score())) {
+                SecondaryIndex<P>.KeyTests filter = ((SecondaryIndex<P>) index).keyFilter(query);
+                if (filter != null && filter.testsBeyond(sortedBounds) && (best == null || filter.answered() > best.answered()
+                    || filter.answered() == best.answered() && filter.score() > best.score())) {
                     best = filter;
                 }
             }

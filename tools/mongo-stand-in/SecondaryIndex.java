@@ -158,8 +158,18 @@ public final class SecondaryIndex<P> extends Index<P> {
         }
     }
     private long count;
-    /** An array was seen under a key: ranges are then unsafe (conditions may hold on different elements). */
+    /**
+     * An array was seen under a key: ranges are then unsafe (conditions may hold on different
+     * elements), and an entry's key no longer says alone whether its document matches (no count
+     * or filter from the entries: KeyTests).
+     */
     private boolean multikey;
+    /**
+     * A key held an instant finer than a millisecond (a date the server sets: $currentDate): its
+     * entry, cut to the millisecond (arrayOf), no longer says whether the document matches an
+     * equality or a range on it, so no count or filter reads the entries.
+     */
+    private boolean subMillisecond;
 
     public SecondaryIndex(String name, List<IndexKey> keys) {
         super(name, keys, false);
@@ -418,36 +428,42 @@ public final class SecondaryIndex<P> extends Index<P> {
     /**
      * How a count reads this index's entries alone, without a document, or null when they cannot
      * answer the query. They can when every condition of the query is on one of its keys, every key
-     * is a top-level field, no document has held an array under a key (one entry per document), and
-     * each condition is equality with a string, an instant, a boolean or null, or a range ($gt, $gte,
-     * $lt, $lte) of strings or of instants: an entry's key then says whether its document matches (a
-     * null key is a null or missing field, which {field: null} matches). The conditions need not be
-     * a prefix: the entries in the bounds of the ones that are (all of them when none is) are each
-     * tested against the others. A list's total read every document it counted: all of an
-     * organization's events, 17 s for a million; the same with a code (`GET /v1/events?code=`),
-     * whose key is third in (organization_id, external_customer_id, code, timestamp).
+     * is a top-level field, no document has held an array under a key (one entry per document) or
+     * an instant finer than a millisecond, and each condition is equality with a string, an
+     * instant, a boolean or null, or a range ($gt, $gte, $lt, $lte) of strings or of instants (a
+     * range mixing the two counts nothing, as a scan): an entry's key then says whether its
+     * document matches (a null key is a null or missing field, which {field: null} matches). The
+     * conditions need not be a prefix: the entries in the bounds of the ones that are (all of them
+     * when none is) are each tested against the others. A list's total read every document it
+     * counted: all of an organization's events, 17 s for a million; the same with a code (`GET
+     * /v1/events?code=`), whose key is third in (organization_id, external_customer_id, code,
+     * timestamp).
      */
-    Covered covered(Document query) {
+    KeyTests covered(Document query) {
         return keyTests(query, true);
     }
 
     /**
-     * The conditions of a query that this index's entries can test (see covered), when at least one
-     * of them is on a key after the prefix its bounds give: the entries then narrow the candidates
-     * beyond the bounds. Null otherwise.
+     * The conditions of a query that this index's entries can test (see covered), when one of them
+     * is on a key that its bounds do not restrict: the entries then narrow the candidates beyond
+     * the bounds. Null otherwise.
      */
-    Covered keyFilter(Document query) {
-        Covered filter = keyTests(query, false);
-        return filter != null && filter.tests.size() > filter.boundedKeys() ? filter : null;
+    KeyTests keyFilter(Document query) {
+        KeyTests filter = keyTests(query, false);
+        return filter != null && filter.testsBeyond(filter.boundedFields()) ? filter : null;
     }
 
     /** The key tests of a query's conditions: of all of them (`all`; null when one cannot be tested), or of those that can be. */
-    private Covered keyTests(Document query, boolean all) {
-        if (multikey || plainKeys == null) {
+    private synchronized KeyTests keyTests(Document query, boolean all) {
+        if (multikey || subMillisecond || plainKeys == null) {
             return null;
         }
+        Bounds bounds = boundsFor(query);
+        // The keys of an equality prefix need no test: an entry in its range has that very value.
+        int fixed = bounds == null ? 0 : bounds.prefix.size();
         List<Predicate<Object>> tests = new ArrayList<>();
         List<Integer> at = new ArrayList<>();
+        List<String> fields = new ArrayList<>();
         for (Map.Entry<String, Object> condition : query.entrySet()) {
             int key = plainKeys.indexOf(condition.getKey());
             Predicate<Object> test = key < 0 ? null : keyTest(condition.getValue());
@@ -457,32 +473,51 @@ public final class SecondaryIndex<P> extends Index<P> {
                 }
                 continue;
             }
-            tests.add(test);
-            at.add(key);
+            fields.add(condition.getKey());
+            if (key >= fixed) {
+                tests.add(test);
+                at.add(key);
+            }
         }
-        return tests.isEmpty() ? null : new Covered(boundsFor(query), tests, at);
+        return fields.isEmpty() ? null : new KeyTests(bounds, tests, at, fields);
     }
 
-    /** A count from the entries (see covered): the entries in the bounds whose keys pass every test. */
-    final class Covered {
+    /** The key names a query's bounds restrict on this index: its equality prefix, then a range (not a $in: its entries are not read by value). */
+    List<String> boundedFields(Bounds bounds) {
+        return bounds == null ? List.of() : keys().subList(0, bounds.prefix.size() + (bounds.ranged ? 1 : 0));
+    }
+
+    /**
+     * A query's conditions as this index's entries test them (see covered and keyFilter): the
+     * entries in its bounds whose keys pass every test, counted or listed.
+     */
+    final class KeyTests {
         private final Bounds bounds;
         private final List<Predicate<Object>> tests;
         private final List<Integer> at;
+        /** The fields of the conditions the entries answer: the bounds' and the tested. */
+        private final List<String> fields;
 
-        private Covered(Bounds bounds, List<Predicate<Object>> tests, List<Integer> at) {
+        private KeyTests(Bounds bounds, List<Predicate<Object>> tests, List<Integer> at, List<String> fields) {
             this.bounds = bounds;
             this.tests = tests;
             this.at = at;
+            this.fields = fields;
         }
 
-        /** How many keys the bounds restrict (their prefix, then a range or a $in). */
-        int boundedKeys() {
-            return bounds == null ? 0 : bounds.prefix.size() + (bounds.ranged || bounds.in != null ? 1 : 0);
+        /** The fields this index's own bounds restrict. */
+        List<String> boundedFields() {
+            return SecondaryIndex.this.boundedFields(bounds);
         }
 
-        /** How many conditions the entries test. */
-        int tested() {
-            return tests.size();
+        /** Whether the entries answer a condition on a field outside `bounded`. */
+        boolean testsBeyond(List<String> bounded) {
+            return !bounded.containsAll(fields);
+        }
+
+        /** How many conditions the entries answer. */
+        int answered() {
+            return fields.size();
         }
 
         /** How many documents the index holds: what the entries read are a part of. */
@@ -495,9 +530,19 @@ public final class SecondaryIndex<P> extends Index<P> {
             return bounds == null ? 0 : bounds.score();
         }
 
+        /** The documents whose entries pass, or -1 when the index can no longer say (an array or a finer instant came in meanwhile). */
         long count() {
             synchronized (SecondaryIndex.this) {
+                if (multikey || subMillisecond) {
+                    return -1;
+                }
                 long count = 0;
+                if (tests.isEmpty()) {
+                    for (Object documents : range().values()) {
+                        count += documents instanceof Postings ? ((Postings<?>) documents).positions().size() : 1;
+                    }
+                    return count;
+                }
                 for (Map.Entry<Object[], Object> entry : range().entrySet()) {
                     if (passes(entry.getKey())) {
                         Object documents = entry.getValue();
@@ -508,9 +553,15 @@ public final class SecondaryIndex<P> extends Index<P> {
             }
         }
 
-        /** The positions of the entries that pass, in no particular order; null when there are more than `cap`. */
+        /**
+         * The positions of the entries that pass, in no particular order; null when there are more
+         * than `cap`, or when the index can no longer say.
+         */
         List<P> positions(int cap) {
             synchronized (SecondaryIndex.this) {
+                if (multikey || subMillisecond) {
+                    return null;
+                }
                 List<P> positions = new ArrayList<>();
                 for (Map.Entry<Object[], Object> entry : range().entrySet()) {
                     if (passes(entry.getKey())) {
@@ -551,7 +602,8 @@ public final class SecondaryIndex<P> extends Index<P> {
      * What a condition asks of an entry's key, as mongo-java-server's matcher answers it for a
      * document whose field holds that key; null when the key cannot say (any other condition or
      * value). Equality: the same value (a null key for null). A range: a value of the operand's own
-     * type (the matcher compares only values of the same class) on the right side of each bound.
+     * class (the matcher compares a string or an instant only with one of its class) on the right
+     * side of each bound.
      */
     private static Predicate<Object> keyTest(Object condition) {
         if (isNullEquality(condition)) {
@@ -662,7 +714,7 @@ public final class SecondaryIndex<P> extends Index<P> {
 
     /**
      * The document's key tuples. An empty array has no element to index: MongoDB indexes it as a
-     * key of its own, here null (a null query value never uses the index), so that the document is
+     * key of its own, here null (an array makes the index multikey, so no count trusts that entry), so that the document is
      * still found by its other keys.
      */
     private Set<KeyValue> tuplesOf(Document document) {
@@ -713,6 +765,11 @@ public final class SecondaryIndex<P> extends Index<P> {
         }
         Object id = idOf(document);
         for (KeyValue tuple : tuplesOf(document)) {
+            for (Object value : tuple) {
+                if (value instanceof Instant && ((Instant) value).getNano() % 1_000_000 != 0) {
+                    subMillisecond = true;
+                }
+            }
             Object[] key = arrayOf(tuple);
             Object documents = entries.get(key);
             if (documents == null) {
@@ -840,5 +897,6 @@ public final class SecondaryIndex<P> extends Index<P> {
         entries.clear();
         count = 0;
         multikey = false;
+        subMillisecond = false;
     }
 }
