@@ -679,6 +679,43 @@ describe('an H2 file reopened', () => {
     }
   }, 120_000);
 
+  it('answers listDatabases from the databases it has open, and opens a dropped one anew', async () => {
+    // mongo-java-server's listDatabases opened each database again: in H2 a second instance whose
+    // collections rebuilt their secondary indexes from every document (a million events: the heap twice over).
+    const dir = mkdtempSync(join(tmpdir(), 'stand-in-h2-'));
+    try {
+      const file = join(dir, 'data.mv');
+      const first = await startMongoStandIn({ storage: file });
+      const client = await MongoClient.connect(first.address);
+      await client.db('h2l').collection('docs').createIndex({ a: 1, t: 1 });
+      await client
+        .db('h2l')
+        .collection('docs')
+        .insertMany(Array.from({ length: 50 }, (_, i) => ({ a: i % 3, t: DATES[i % DATES.length] })));
+      await client.close();
+      await first.stop();
+
+      const again = await startMongoStandIn({ storage: file });
+      const reopened = await MongoClient.connect(again.address);
+      const listed = async () => (await reopened.db().admin().listDatabases()).databases.map((d) => [d.name, d.empty]);
+      expect(await listed()).toContainEqual(['h2l', false]);
+      expect(await listed()).toContainEqual(['h2l', false]);
+      // The open database answered: no collection of it was opened (and indexed) again by a request.
+      expect(again.log!()).not.toMatch(/mongo-server-worker\d+\] INFO .*adding .*index .*for collection docs/);
+      expect(await reopened.db('h2l').collection('docs').countDocuments({ a: 1 })).toBe(17);
+      // Dropped, then named again: a new, empty database, not the dropped instance.
+      await reopened.db('h2l').dropDatabase();
+      expect((await listed()).map(([name]) => name)).not.toContain('h2l');
+      await reopened.db('h2l').collection('docs').insertOne({ a: 1 });
+      expect(await reopened.db('h2l').collection('docs').countDocuments({})).toBe(1);
+      expect(await listed()).toContainEqual(['h2l', false]);
+      await reopened.close();
+      await again.stop();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
   it('keeps its unique indexes (tuples compared as values) through a reopen, a drop and a rebuild', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'stand-in-h2-'));
     try {

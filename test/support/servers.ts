@@ -53,6 +53,8 @@ async function waitForPort(port: number, timeoutMs: number, name: string, child:
 export interface RunningServer {
   address: string;
   stop(): Promise<void>;
+  /** The last few thousand characters the server wrote (the MongoDB stand-in's). */
+  log?: () => string;
 }
 
 function spawnServer(command: string, args: string[], env: Record<string, string> = {}): { child: ChildProcess; log: () => string } {
@@ -92,7 +94,7 @@ export async function startMongoStandIn(
   const args = ['-Xss4m', '-cp', classpath, 'Launcher', '127.0.0.1', String(port), options.storage ?? 'memory'];
   const { child, log } = spawnServer('java', args, { ...(options.indexes === false ? { STAND_IN_INDEXES: 'off' } : {}), ...options.env });
   await waitForPort(port, 60_000, 'MongoDB stand-in', child, log);
-  return { address: `mongodb://127.0.0.1:${port}`, stop: () => stopChild(child) };
+  return { address: `mongodb://127.0.0.1:${port}`, stop: () => stopChild(child), log };
 }
 
 /** The reports a stand-in's scan log appended to `file` (MONGO_STAND_IN_SCAN_LOG_FILE), one per line; none before the first. */

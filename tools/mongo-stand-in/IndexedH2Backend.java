@@ -27,6 +27,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 public class IndexedH2Backend extends H2Backend {
 
@@ -53,14 +54,45 @@ public class IndexedH2Backend extends H2Backend {
         super(mvStore);
     }
 
+    /**
+     * The databases opened, by name. mongo-java-server's listDatabases (a `show dbs`, a database
+     * tool's first request) opens each database again through openOrCreateDatabase instead of
+     * taking the open one: in H2 a second instance of the database, whose collections build their
+     * in-memory secondary indexes from every document again. With a million events that doubled
+     * the heap the indexes take and ran the stand-in out of its 1 GiB. The open instance is
+     * answered instead, unless it was dropped. Filled during the superclass's constructor (it opens
+     * the stored databases), so created there on first use and not by a field initializer, which
+     * would run after it and empty it.
+     */
+    private volatile Map<String, Database> opened;
+
     @Override
     protected MongoDatabase openOrCreateDatabase(String databaseName) {
-        return new Database(databaseName, getMvStore(), getCursorRegistry());
+        Map<String, Database> databases = opened;
+        if (databases == null) {
+            synchronized (this) {
+                if (opened == null) {
+                    opened = new ConcurrentHashMap<>();
+                }
+                databases = opened;
+            }
+        }
+        return databases.compute(databaseName,
+            (name, open) -> open != null && !open.dropped ? open : new Database(name, getMvStore(), getCursorRegistry()));
     }
 
     static final class Database extends H2Database {
+        /** Dropped: opened again, it is a new instance (IndexedH2Backend.openOrCreateDatabase). */
+        private volatile boolean dropped;
+
         Database(String databaseName, MVStore mvStore, CursorRegistry cursorRegistry) {
             super(databaseName, mvStore, cursorRegistry);
+        }
+
+        @Override
+        public void drop(Oplog oplog) {
+            dropped = true;
+            super.drop(oplog);
         }
 
         @Override

@@ -174,7 +174,11 @@ public final class SecondaryIndex<P> extends Index<P> {
     public SecondaryIndex(String name, List<IndexKey> keys) {
         super(name, keys, false);
         this.plainKeys = plainKeys(keys());
+        this.idKey = keys().indexOf("_id");
     }
+
+    /** Where _id is among the keys, or -1. */
+    private final int idKey;
 
     /** The index's key paths when none of them has a dot, else null (see plainKeyValues). */
     private final List<String> plainKeys;
@@ -763,7 +767,11 @@ public final class SecondaryIndex<P> extends Index<P> {
         if (hasArray(document)) {
             multikey = true;
         }
-        Object id = idOf(document);
+        // The H2 backend's position is the document's _id, read from the data map's key, and the
+        // document's own _id is another copy of it once a reopened file's documents are indexed: one
+        // copy serves the entries (a string _id is a tenth of a million events' index memory).
+        Object ownId = idOf(document);
+        Object id = position != null && position.equals(ownId) ? position : ownId;
         for (KeyValue tuple : tuplesOf(document)) {
             for (Object value : tuple) {
                 if (value instanceof Instant && ((Instant) value).getNano() % 1_000_000 != 0) {
@@ -771,6 +779,9 @@ public final class SecondaryIndex<P> extends Index<P> {
                 }
             }
             Object[] key = arrayOf(tuple);
+            if (idKey >= 0 && id != null && id.equals(key[idKey])) {
+                key[idKey] = id;
+            }
             Object documents = entries.get(key);
             if (documents == null) {
                 // One document whose position is its _id: the position alone says both.
