@@ -458,13 +458,13 @@ describe('counts', () => {
       },
       { query: { organization_id: 'org-1', code: 'rare' }, expected: 0 },
     ];
-    const answers = [];
+    const answers: unknown[][] = [];
     for (const client of [indexedClient, scannedClient, indexedH2Client, scannedH2Client]) {
       const collection = client.db('diff_events').collection('events');
       await collection.createIndex({ organization_id: 1, external_customer_id: 1, code: 1, timestamp: 1 });
       await collection.createIndex({ organization_id: 1, created_at: -1, _id: -1 });
       await collection.insertMany(events.map((e) => ({ ...e })) as unknown as Document[]);
-      const answer = [];
+      const answer: unknown[] = [];
       for (const { query } of queries) {
         answer.push(await collection.countDocuments(query));
         answer.push(await collection.countDocuments(query, { skip: 3, limit: 4 }));
@@ -488,7 +488,7 @@ describe('counts', () => {
   it('counts and pages a date the server set finer than a millisecond ($currentDate) as a scan does', async () => {
     // The index keeps a date cut to the millisecond; the document keeps the server's finer one. Its
     // entry then no longer says whether the document matches: no count or filter reads the entries.
-    const answers = [];
+    const answers: unknown[][] = [];
     for (const client of [indexedClient, scannedClient, indexedH2Client, scannedH2Client]) {
       const collection = client.db('diff_submillisecond').collection<{ _id: string; org: string; ts?: Date; created?: number }>('docs');
       await collection.createIndex({ org: 1, code: 1, ts: 1 });
@@ -499,7 +499,7 @@ describe('counts', () => {
       ]);
       await collection.updateOne({ _id: 'a' }, { $currentDate: { ts: true } });
       const ts = (await collection.findOne({ _id: 'a' }))!.ts!;
-      const answer = [];
+      const answer: unknown[] = [];
       for (const query of [
         { org: 'o', ts },
         { org: 'o', ts: { $gt: ts } },

@@ -61,8 +61,8 @@ public class IndexedH2Backend extends H2Backend {
      * in-memory secondary indexes from every document again. With a million events that doubled
      * the heap the indexes take and ran the stand-in out of its 1 GiB. The open instance is
      * answered instead, unless it was dropped. Filled during the superclass's constructor (it opens
-     * the stored databases), so created there on first use and not by a field initializer, which
-     * would run after it and empty it.
+     * the stored databases), so created there on first use: the field must have no initializer
+     * (not even `= null`), which would run after that constructor and empty it.
      */
     private volatile Map<String, Database> opened;
 
@@ -77,8 +77,34 @@ public class IndexedH2Backend extends H2Backend {
                 databases = opened;
             }
         }
+        Database open = databases.get(databaseName);
+        if (open != null && !open.dropped) {
+            return open;
+        }
         return databases.compute(databaseName,
-            (name, open) -> open != null && !open.dropped ? open : new Database(name, getMvStore(), getCursorRegistry()));
+            (name, current) -> current != null && !current.dropped ? current : new Database(name, getMvStore(), getCursorRegistry()));
+    }
+
+    /**
+     * Marked dropped before mongo-java-server forgets it and drops it, so that a request naming it
+     * meanwhile opens a new instance rather than the one being dropped.
+     */
+    @Override
+    public void dropDatabase(String databaseName) {
+        Map<String, Database> databases = opened;
+        Database open = databases == null ? null : databases.get(databaseName);
+        if (open != null) {
+            open.dropped = true;
+        }
+        super.dropDatabase(databaseName);
+    }
+
+    @Override
+    public void close() {
+        super.close();
+        if (opened != null) {
+            opened.clear();
+        }
     }
 
     static final class Database extends H2Database {
