@@ -269,8 +269,9 @@ final class QueryPlanner {
      * those and sorting them is then cheaper than reading in the sort's order until `needed` match,
      * which reads every document when few match (`GET /v1/events?code=` with a rare code: all of
      * the organization's events). "Few" is at most the square root of needed times the documents
-     * indexed (and at least 1,000), where the two reads cost about the same when the matches are
-     * spread evenly. Only an index whose entries answer a condition on a field that the sorted
+     * indexed (and at least needed): with m matches spread evenly over n documents, the ordered
+     * read takes about needed * n / m of them and this one m, the same when m * m = needed * n.
+     * (n is the whole index's, an upper bound of the sorted read's range.) Only an index whose entries answer a condition on a field that the sorted
      * read's bounds (`sortedBounds`) do not restrict is tried. Null when no index filters, or more
      * pass (the entries are read until then).
      */
@@ -291,7 +292,7 @@ final class QueryPlanner {
         if (best == null) {
             return null;
         }
-        int cap = (int) Math.max(1000, Math.min(Integer.MAX_VALUE - 1, Math.sqrt((double) needed * best.indexed())));
+        int cap = (int) Math.max(needed, Math.min(Integer.MAX_VALUE - 1, Math.sqrt((double) needed * best.indexed())));
         return best.positions(cap);
     }
 
