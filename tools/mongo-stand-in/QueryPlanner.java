@@ -270,10 +270,10 @@ final class QueryPlanner {
      * which reads every document when few match (`GET /v1/events?code=` with a rare code: all of
      * the organization's events). "Few" is at most the square root of needed times the documents
      * indexed (and at least needed): with m matches spread evenly over n documents, the ordered
-     * read takes about needed * n / m of them and this one m, the same when m * m = needed * n.
-     * (n is the whole index's, an upper bound of the sorted read's range.) Only an index whose entries answer a condition on a field that the sorted
-     * read's bounds (`sortedBounds`) do not restrict is tried. Null when no index filters, or more
-     * pass (the entries are read until then).
+     * read takes about needed * n / m of them and this one m, the same when m * m = needed * n
+     * (n is the whole index's, an upper bound of the sorted read's range). Only an index whose
+     * entries answer a condition on a field that the sorted read's bounds (`sortedBounds`) do not
+     * restrict is tried. Null when no index filters, or more pass (the entries are read until then).
      */
     private static <P> List<P> keyFiltered(List<Index<P>> indexes, Document query, int needed, List<String> sortedBounds) {
         if (query == null || query.isEmpty()) {

@@ -417,14 +417,10 @@ public final class SecondaryIndex<P> extends Index<P> {
         Set<P> positions = new LinkedHashSet<>();
         if (bounds.in != null) {
             for (Object value : bounds.in) {
-                collect(tuple(bounds.prefix, value, MinKey.getInstance()), tuple(bounds.prefix, value, MaxKey.getInstance()), positions);
+                collect(between(tuple(bounds.prefix, value, MinKey.getInstance()), tuple(bounds.prefix, value, MaxKey.getInstance())), positions);
             }
-        } else if (bounds.ranged) {
-            Object low = bounds.low == null ? MinKey.getInstance() : bounds.low;
-            Object high = bounds.high == null ? MaxKey.getInstance() : bounds.high;
-            collect(tuple(bounds.prefix, low, MinKey.getInstance()), tuple(bounds.prefix, high, MaxKey.getInstance()), positions);
         } else {
-            collect(tuple(bounds.prefix, null, MinKey.getInstance()), tuple(bounds.prefix, null, MaxKey.getInstance()), positions);
+            collect(within(bounds), positions);
         }
         return positions;
     }
@@ -541,13 +537,7 @@ public final class SecondaryIndex<P> extends Index<P> {
                     return -1;
                 }
                 long count = 0;
-                if (tests.isEmpty()) {
-                    for (Object documents : range().values()) {
-                        count += documents instanceof Postings ? ((Postings<?>) documents).positions().size() : 1;
-                    }
-                    return count;
-                }
-                for (Map.Entry<Object[], Object> entry : range().entrySet()) {
+                for (Map.Entry<Object[], Object> entry : within(bounds).entrySet()) {
                     if (passes(entry.getKey())) {
                         Object documents = entry.getValue();
                         count += documents instanceof Postings ? ((Postings<?>) documents).positions().size() : 1;
@@ -567,7 +557,7 @@ public final class SecondaryIndex<P> extends Index<P> {
                     return null;
                 }
                 List<P> positions = new ArrayList<>();
-                for (Map.Entry<Object[], Object> entry : range().entrySet()) {
+                for (Map.Entry<Object[], Object> entry : within(bounds).entrySet()) {
                     if (passes(entry.getKey())) {
                         positions.addAll(SecondaryIndex.<P>positionsOf(entry.getValue()));
                         if (positions.size() > cap) {
@@ -577,19 +567,6 @@ public final class SecondaryIndex<P> extends Index<P> {
                 }
                 return positions;
             }
-        }
-
-        /** The entries within the bounds (all of them without bounds). */
-        private NavigableMap<Object[], Object> range() {
-            if (bounds == null) {
-                return entries;
-            }
-            Object lowNext = bounds.ranged ? (bounds.low == null ? MinKey.getInstance() : bounds.low) : null;
-            Object highNext = bounds.ranged ? (bounds.high == null ? MaxKey.getInstance() : bounds.high) : null;
-            Object[] low = tuple(bounds.prefix, lowNext, MinKey.getInstance());
-            Object[] high = tuple(bounds.prefix, highNext, MaxKey.getInstance());
-            // Bounds in different type brackets the wrong way round ({$gt: "a", $lt: 5}): no value is in both.
-            return ARRAYS.compare(low, high) > 0 ? Collections.emptyNavigableMap() : entries.subMap(low, true, high, true);
         }
 
         private boolean passes(Object[] key) {
@@ -657,14 +634,7 @@ public final class SecondaryIndex<P> extends Index<P> {
         if (sortFields.isEmpty() || first + sortFields.size() > keys.size() || !keys.subList(first, first + sortFields.size()).equals(sortFields)) {
             return null;
         }
-        Object lowNext = bounds.ranged && bounds.low != null ? bounds.low : (bounds.ranged ? MinKey.getInstance() : null);
-        Object highNext = bounds.ranged && bounds.high != null ? bounds.high : (bounds.ranged ? MaxKey.getInstance() : null);
-        Object[] low = tuple(bounds.prefix, lowNext, MinKey.getInstance());
-        Object[] high = tuple(bounds.prefix, highNext, MaxKey.getInstance());
-        if (ARRAYS.compare(low, high) > 0) {
-            return Collections.emptyIterator();
-        }
-        NavigableMap<Object[], Object> range = entries.subMap(low, true, high, true);
+        NavigableMap<Object[], Object> range = within(bounds);
         return (descending ? range.descendingMap() : range).entrySet().iterator();
     }
 
@@ -680,14 +650,29 @@ public final class SecondaryIndex<P> extends Index<P> {
         return values.toArray();
     }
 
-    private void collect(Object[] low, Object[] high, Set<P> into) {
-        if (ARRAYS.compare(low, high) > 0) {
-            // Bounds in different type brackets the wrong way round ({$gt: "a", $lt: 5}): no value is in both.
-            return;
-        }
-        for (Object documents : entries.subMap(low, true, high, true).values()) {
+    private void collect(NavigableMap<Object[], Object> range, Set<P> into) {
+        for (Object documents : range.values()) {
             into.addAll(SecondaryIndex.<P>positionsOf(documents));
         }
+    }
+
+    /**
+     * The entries within a query's bounds, but for a $in (read value by value, getPositions): its
+     * equality prefix, then its range on the next key. Every entry without bounds.
+     */
+    private NavigableMap<Object[], Object> within(Bounds bounds) {
+        if (bounds == null) {
+            return entries;
+        }
+        Object lowNext = bounds.ranged ? (bounds.low == null ? MinKey.getInstance() : bounds.low) : null;
+        Object highNext = bounds.ranged ? (bounds.high == null ? MaxKey.getInstance() : bounds.high) : null;
+        return between(tuple(bounds.prefix, lowNext, MinKey.getInstance()), tuple(bounds.prefix, highNext, MaxKey.getInstance()));
+    }
+
+    /** The entries from low to high, both included. */
+    private NavigableMap<Object[], Object> between(Object[] low, Object[] high) {
+        // Bounds in different type brackets the wrong way round ({$gt: "a", $lt: 5}): no value is in both.
+        return ARRAYS.compare(low, high) > 0 ? Collections.emptyNavigableMap() : entries.subMap(low, true, high, true);
     }
 
     // ---- keeping it in step ------------------------------------------------------------------
@@ -718,8 +703,8 @@ public final class SecondaryIndex<P> extends Index<P> {
 
     /**
      * The document's key tuples. An empty array has no element to index: MongoDB indexes it as a
-     * key of its own, here null (an array makes the index multikey, so no count trusts that entry), so that the document is
-     * still found by its other keys.
+     * key of its own, here null (an array makes the index multikey, so no count trusts that entry),
+     * so that the document is still found by its other keys.
      */
     private Set<KeyValue> tuplesOf(Document document) {
         Set<KeyValue> tuples = getKeyValues(document);
